@@ -1,0 +1,223 @@
+//! Lower bounds on completion time, computed exactly in picoseconds.
+//!
+//! - One flow on an idle fabric: its packets pipelined store-and-forward over H
+//!   links, then the last ACK's way back.
+//! - Host NIC bound (the all-to-all bound, OFAN paper §5 "propagation + host
+//!   serialization"): a host's NIC must serialize every data frame it sends *and*
+//!   every ACK frame it returns; the last frame still has to cross at least two links.
+//! - Permutation (OFAN paper App. B): every host both sends and receives one flow,
+//!   so after the first i1 data packets its NIC interleaves data with the ACKs it
+//!   owes. We evaluate that contention-free schedule exactly, packet by packet,
+//!   instead of the appendix's closed-form recurrence (see README, "Lower bounds").
+
+use crate::config::SimConfig;
+use crate::topology::Topology;
+use crate::traffic::FlowSpec;
+use crate::units::{Dur, Rate, Time};
+
+#[derive(Clone, Copy, Debug)]
+pub struct FrameTiming {
+    pub rate: Rate,
+    pub payload: u32,
+    pub header: u32,
+    pub gap: Dur,
+    pub ack: Dur,
+    pub link: Dur,
+    pub switch: Dur,
+}
+
+impl FrameTiming {
+    pub fn from_config(cfg: &SimConfig) -> FrameTiming {
+        let rate = Rate::from_gbps(cfg.link.rate_gbps);
+        FrameTiming {
+            rate,
+            payload: cfg.packet.payload_bytes,
+            header: cfg.packet.header_bytes,
+            gap: rate.serialization(cfg.packet.gap_bytes as u64),
+            ack: rate.serialization(cfg.packet.ack_bytes as u64),
+            link: Dur::from_ns_f64(cfg.link.latency_ns),
+            switch: Dur::from_ns_f64(cfg.switch.latency_ns),
+        }
+    }
+
+    pub fn data(&self, payload: u32) -> Dur {
+        self.rate.serialization((payload + self.header) as u64)
+    }
+
+    /// Payload of every packet of a `bytes` message, in order.
+    pub fn payloads(&self, bytes: u64) -> impl Iterator<Item = u32> + '_ {
+        let full = self.payload as u64;
+        let n = bytes.div_ceil(full);
+        (0..n).map(move |i| if i + 1 < n { self.payload } else { (bytes - (n - 1) * full) as u32 })
+    }
+
+    /// One-way latency of a frame over `hops` links, store-and-forward.
+    fn one_way(&self, ser: Dur, hops: u32) -> Dur {
+        Dur(hops as u64 * (ser.0 + self.link.0) + (hops as u64 - 1) * self.switch.0)
+    }
+
+    /// Round trip of a full data packet and its ACK over `hops` links each way.
+    pub fn base_rtt(&self, hops: u32) -> Dur {
+        self.one_way(self.data(self.payload), hops) + self.one_way(self.ack, hops)
+    }
+
+    /// Bandwidth-delay product in full data packets.
+    pub fn bdp_packets(&self, hops: u32) -> u32 {
+        let per = self.data(self.payload).0 + self.gap.0;
+        self.base_rtt(hops).0.div_ceil(per) as u32
+    }
+}
+
+/// Completion time of one flow alone on an idle fabric, path of `hops` links.
+pub fn single_flow_fct(t: &FrameTiming, bytes: u64, hops: u32) -> Dur {
+    let mut free = vec![0u64; hops as usize];
+    let mut last_arrival = 0u64;
+    let mut send_at = 0u64;
+    for payload in t.payloads(bytes) {
+        let ser = t.data(payload).0;
+        let mut at = send_at;
+        for (j, f) in free.iter_mut().enumerate() {
+            let start = at.max(*f);
+            *f = start + ser + t.gap.0;
+            at = start + ser + t.link.0 + if j + 1 < hops as usize { t.switch.0 } else { 0 };
+        }
+        send_at += ser + t.gap.0;
+        last_arrival = last_arrival.max(at);
+    }
+    Dur(last_arrival) + t.one_way(t.ack, hops)
+}
+
+/// How a host NIC orders the data it sends and the ACKs it owes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum NicPolicy {
+    /// Alternate data and ACKs while both are pending (the appendix's assumption).
+    RoundRobin,
+    /// ACKs first (what the engine's NIC does).
+    AckFirst,
+}
+
+/// App. B: two symmetric hosts each send `bytes` to the other over `hops` links and
+/// ACK every packet they receive; nothing queues in the fabric. Returns the time the
+/// last ACK reaches its sender.
+pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy) -> Dur {
+    let sizes: Vec<Dur> = t.payloads(bytes).map(|p| t.data(p)).collect();
+    let m = sizes.len();
+    let mut arrivals = Vec::with_capacity(m); // when our i-th data packet reaches the peer
+    let (mut now, mut sent, mut acked) = (0u64, 0usize, 0usize);
+    let mut last_ack_start = 0u64;
+    let mut ack_turn = false;
+    while acked < m {
+        // By symmetry the peer's data reaches us exactly when ours reaches it.
+        let ready = arrivals.partition_point(|&a| a <= now) - acked;
+        let send_ack = ready > 0 && (sent == m || policy == NicPolicy::AckFirst || ack_turn);
+        if send_ack {
+            last_ack_start = now;
+            acked += 1;
+            now += t.ack.0 + t.gap.0;
+            ack_turn = false;
+        } else if sent < m {
+            let ser = sizes[sent];
+            let mut arrive = now + t.one_way(ser, hops).0;
+            if let Some(&prev) = arrivals.last() {
+                arrive = arrive.max(prev + ser.0 + t.gap.0); // a small last packet queues behind a big one
+            }
+            arrivals.push(arrive);
+            sent += 1;
+            now += ser.0 + t.gap.0;
+            ack_turn = true;
+        } else {
+            now = arrivals[acked]; // idle until the next data packet arrives
+        }
+    }
+    Dur(last_ack_start) + t.one_way(t.ack, hops)
+}
+
+/// The lower bound on the completion time of all `flows` (absolute time).
+pub fn cct_lower_bound(cfg: &SimConfig, topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
+    let _ = cfg;
+    let mut bound = Time::ZERO;
+    for f in flows {
+        bound = bound.max(f.start + single_flow_fct(t, f.bytes, topo.hops_between(f.src, f.dst)));
+    }
+    // Host NIC: all data frames out, all ACK frames out, then >= two links for the last frame.
+    let n = topo.n_hosts as usize;
+    let mut busy = vec![0u64; n];
+    let mut first = vec![u64::MAX; n];
+    for f in flows {
+        for p in t.payloads(f.bytes) {
+            busy[f.src as usize] += t.data(p).0 + t.gap.0;
+            busy[f.dst as usize] += t.ack.0 + t.gap.0;
+        }
+        first[f.src as usize] = first[f.src as usize].min(f.start.0);
+        first[f.dst as usize] = first[f.dst as usize].min(f.start.0);
+    }
+    let tail = 2 * t.link.0 + t.switch.0 + t.ack.0 - t.gap.0;
+    for h in 0..n {
+        if busy[h] > 0 {
+            bound = bound.max(Time(first[h] + busy[h] + tail));
+        }
+    }
+    if let Some((bytes, hops)) = as_permutation(topo, flows) {
+        let exch = symmetric_exchange_cct(t, bytes, hops, NicPolicy::RoundRobin)
+            .min(symmetric_exchange_cct(t, bytes, hops, NicPolicy::AckFirst));
+        bound = bound.max(Time(exch.0));
+    }
+    bound
+}
+
+/// (message size, longest path) if every host sends one flow and receives one, all
+/// of the same size and starting at time zero.
+fn as_permutation(topo: &Topology, flows: &[FlowSpec]) -> Option<(u64, u32)> {
+    let n = topo.n_hosts as usize;
+    if flows.len() != n {
+        return None;
+    }
+    let (mut out, mut inn) = (vec![false; n], vec![false; n]);
+    for f in flows {
+        if f.bytes != flows[0].bytes || f.start != Time::ZERO || out[f.src as usize] || inn[f.dst as usize] {
+            return None;
+        }
+        out[f.src as usize] = true;
+        inn[f.dst as usize] = true;
+    }
+    Some((flows[0].bytes, flows.iter().map(|f| topo.hops_between(f.src, f.dst)).max()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paper() -> FrameTiming {
+        // OFAN paper §5: 800 Gbps, 0.5 us links, 4096 B + 62 B, 64 B ACKs, 20 B gaps.
+        let rate = Rate::from_gbps(800.0);
+        FrameTiming { rate, payload: 4096, header: 62, gap: Dur(200), ack: Dur(640), link: Dur(500_000), switch: Dur(0) }
+    }
+
+    #[test]
+    fn i1_is_78_with_the_papers_defaults() {
+        // Eq. (6): i1 = ceil((Tp + (H-1) Td) / T'd) + 1 with H = 6.
+        let t = paper();
+        let (td, tdp, tp) = (t.data(4096).0, t.data(4096).0 + t.gap.0, 6 * t.link.0);
+        assert_eq!((tp + 5 * td).div_ceil(tdp) + 1, 78);
+    }
+
+    #[test]
+    fn idle_flow_fct_is_serialization_plus_propagation() {
+        let t = paper();
+        // 256 full packets over 6 hops: 255 x (41,580 + 200) + 6 x 41,580 + 6 x 500,000, then the ACK: 6 x (640 + 500,000)
+        let want = 255 * 41_780 + 6 * 41_580 + 6 * 500_000 + 6 * 500_640;
+        assert_eq!(single_flow_fct(&t, 256 * 4096, 6), Dur(want));
+    }
+
+    #[test]
+    fn symmetric_exchange_matches_the_appendix_example() {
+        // App. B: 17.05694 us for m = 256 with the defaults. The exact schedule under
+        // round-robin lands one inter-frame gap (0.2 ns) below it, ACK-first 0.64 ns above.
+        let t = paper();
+        let rr = symmetric_exchange_cct(&t, 256 * 4096, 6, NicPolicy::RoundRobin);
+        let ack_first = symmetric_exchange_cct(&t, 256 * 4096, 6, NicPolicy::AckFirst);
+        assert_eq!(rr, Dur(17_056_740));
+        assert_eq!(ack_first, Dur(17_057_580));
+        assert!((rr.0 as f64 - 17_056_940.0).abs() / 17_056_940.0 < 1e-4);
+    }
+}

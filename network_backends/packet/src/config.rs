@@ -1,0 +1,204 @@
+//! Run configuration as plain serde structs. Unknown keys are rejected by name
+//! (`deny_unknown_fields`); ranges are checked in `validate`.
+
+use crate::error::{config_err, SimResult};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Free-form scheme parameters; each scheme reads and checks its own.
+pub type Params = BTreeMap<String, serde_json::Value>;
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub topology: TopologyConfig,
+    #[serde(default)]
+    pub link: LinkConfig,
+    #[serde(default)]
+    pub switch: SwitchConfig,
+    #[serde(default)]
+    pub packet: PacketConfig,
+    #[serde(default)]
+    pub scheme: SchemeConfig,
+    pub traffic: TrafficConfig,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyConfig {
+    /// 3-tier k-ary fat tree: k pods, k^3/4 hosts, full bisection.
+    FatTree { k: u32 },
+    /// 2-tier leaf-spine. `hosts_per_leaf` defaults to
+    /// oversubscription x spines x links_per_pair.
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        #[serde(default = "one_u32")]
+        links_per_pair: u32,
+        #[serde(default = "one_f64")]
+        oversubscription: f64,
+        #[serde(default)]
+        hosts_per_leaf: Option<u32>,
+    },
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields, default)]
+pub struct LinkConfig {
+    pub rate_gbps: f64,
+    pub latency_ns: f64,
+}
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig { rate_gbps: 800.0, latency_ns: 500.0 }
+    }
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields, default)]
+pub struct SwitchConfig {
+    /// Output buffer per port, in bytes (drop-tail beyond it).
+    pub buffer_bytes: u64,
+    /// Forwarding latency added to every packet entering a switch.
+    pub latency_ns: f64,
+    /// RED marking at dequeue between kmin and kmax (fractions of the buffer).
+    pub ecn: bool,
+    pub ecn_kmin: f64,
+    pub ecn_kmax: f64,
+}
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig { buffer_bytes: 800_000, latency_ns: 0.0, ecn: true, ecn_kmin: 0.2, ecn_kmax: 0.8 }
+    }
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields, default)]
+pub struct PacketConfig {
+    pub payload_bytes: u32,
+    pub header_bytes: u32,
+    pub ack_bytes: u32,
+    /// Inter-frame gap + preamble charged after every frame on a link.
+    pub gap_bytes: u32,
+}
+impl Default for PacketConfig {
+    fn default() -> Self {
+        PacketConfig { payload_bytes: 4096, header_bytes: 62, ack_bytes: 64, gap_bytes: 20 }
+    }
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemeConfig {
+    pub lb: String,
+    pub lb_params: Params,
+    pub cc: String,
+    pub cc_params: Params,
+    pub loss: String,
+    pub loss_params: Params,
+}
+impl Default for SchemeConfig {
+    fn default() -> Self {
+        SchemeConfig {
+            lb: "ecmp".into(),
+            lb_params: Params::new(),
+            cc: "ideal".into(),
+            cc_params: Params::new(),
+            loss: "erasure".into(),
+            loss_params: Params::new(),
+        }
+    }
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TrafficConfig {
+    /// Random derangement: every host sends `bytes` to one other host and receives from one.
+    Permutation {
+        bytes: u64,
+        #[serde(default)]
+        inter_pod: bool,
+    },
+    /// Every ordered pair of distinct hosts exchanges `bytes`.
+    AllToAll { bytes: u64 },
+    /// `senders` hosts (the lowest ids other than `dst`) each send `bytes` to `dst`.
+    Incast { dst: u32, senders: u32, bytes: u64 },
+    /// An explicit flow list (start times in picoseconds).
+    Flows { src: Vec<u32>, dst: Vec<u32>, bytes: Vec<u64>, start_ps: Vec<u64> },
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Retransmission timeout: a packet unacknowledged this long is presumed lost.
+    pub rto_us: f64,
+    /// Simulated time after which a run that has not finished is an error.
+    pub max_time_ms: f64,
+    /// Consecutive timeouts without progress after which a flow is declared stuck.
+    pub max_timeouts: u32,
+}
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig { rto_us: 100.0, max_time_ms: 1000.0, max_timeouts: 32 }
+    }
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn one_f64() -> f64 {
+    1.0
+}
+
+impl SimConfig {
+    pub fn from_json(text: &str) -> SimResult<SimConfig> {
+        let cfg: SimConfig = serde_json::from_str(text).map_err(|e| config_err("config", e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> SimResult<()> {
+        let positive = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(config_err(field, format!("must be a positive number, got {v}")))
+            }
+        };
+        positive("link.rate_gbps", self.link.rate_gbps)?;
+        if !(self.link.latency_ns.is_finite() && self.link.latency_ns >= 0.0) {
+            return Err(config_err("link.latency_ns", "must be >= 0"));
+        }
+        if !(self.switch.latency_ns.is_finite() && self.switch.latency_ns >= 0.0) {
+            return Err(config_err("switch.latency_ns", "must be >= 0"));
+        }
+        let p = &self.packet;
+        if p.payload_bytes == 0 {
+            return Err(config_err("packet.payload_bytes", "must be > 0"));
+        }
+        if p.ack_bytes == 0 {
+            return Err(config_err("packet.ack_bytes", "must be > 0"));
+        }
+        let frame = (p.payload_bytes + p.header_bytes) as u64;
+        if self.switch.buffer_bytes < frame {
+            return Err(config_err(
+                "switch.buffer_bytes",
+                format!("must hold at least one data frame ({frame} B), got {}", self.switch.buffer_bytes),
+            ));
+        }
+        let s = &self.switch;
+        if !(0.0..=1.0).contains(&s.ecn_kmin) || !(0.0..=1.0).contains(&s.ecn_kmax) || s.ecn_kmin > s.ecn_kmax {
+            return Err(config_err("switch.ecn_kmin", "need 0 <= ecn_kmin <= ecn_kmax <= 1 (fractions of the buffer)"));
+        }
+        positive("limits.rto_us", self.limits.rto_us)?;
+        positive("limits.max_time_ms", self.limits.max_time_ms)?;
+        if self.limits.max_timeouts == 0 {
+            return Err(config_err("limits.max_timeouts", "must be >= 1"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! `reps` (Recycled Entropy Packet Spraying, SMaRTT-REPS paper Algorithm 4).
+//! For the first BDP of packets a flow explores entropies in sequence; afterwards
+//! it reuses the entropy of the latest unmarked ACK, and moves on to a fresh
+//! entropy whenever an ACK comes back ECN-marked.
+
+use super::{FlowId, LbInit, LoadBalancer};
+use crate::config::Params;
+use crate::error::SimResult;
+use crate::params::ParamReader;
+use crate::units::Time;
+
+#[derive(Clone, Copy, Default)]
+struct FlowState {
+    next_entropy: u32,
+    cached_entropy: u32,
+    tried: u32,
+}
+
+pub struct Reps {
+    flows: Vec<FlowState>,
+    num_entropies: u32,
+    explore_packets: u32,
+}
+
+pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
+    let mut p = ParamReader::new("lb", "reps", params);
+    let num_entropies = p.u64_min("num_entropies", 256, 1)? as u32;
+    let explore_packets = p.u64_min("explore_packets", init.bdp_packets as u64, 0)? as u32;
+    p.finish()?;
+    Ok(Box::new(Reps { flows: vec![FlowState::default(); init.flows.len()], num_entropies, explore_packets }))
+}
+
+impl Reps {
+    fn fresh(&mut self, flow: FlowId) -> u32 {
+        let f = &mut self.flows[flow as usize];
+        let e = f.next_entropy;
+        f.next_entropy = (f.next_entropy + 1) % self.num_entropies;
+        f.tried = f.tried.saturating_add(1);
+        e
+    }
+}
+
+impl LoadBalancer for Reps {
+    fn entropy(&mut self, flow: FlowId, seq: u32, _now: Time) -> u32 {
+        let f = self.flows[flow as usize];
+        if seq < self.explore_packets && f.tried < self.num_entropies {
+            self.fresh(flow)
+        } else {
+            f.cached_entropy
+        }
+    }
+
+    fn on_ack(&mut self, flow: FlowId, entropy: u32, ecn: bool, _now: Time) {
+        let cached = if ecn { self.fresh(flow) } else { entropy };
+        self.flows[flow as usize].cached_entropy = cached;
+    }
+
+    fn state_entries(&self) -> u64 {
+        self.flows.len() as u64
+    }
+}

@@ -1,0 +1,57 @@
+//! `switch_ar` (Spectrum-X-style adaptive routing): the switch quantizes each
+//! candidate's queue into bins bounded by fractions of the buffer (default 5 %,
+//! 10 %, 20 %: OFAN paper Table 2) and picks uniformly among the lowest bin.
+
+use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
+use crate::config::Params;
+use crate::error::SimResult;
+use crate::params::ParamReader;
+use crate::rng::{derive_rng, Rng};
+use crate::topology::PortId;
+use crate::units::Time;
+use rand::Rng as _;
+
+pub struct SwitchAr {
+    /// Bin edges as fractions of the port buffer, ascending.
+    edges: [f64; 3],
+    rng: Rng,
+    best: Vec<PortId>,
+}
+
+pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
+    let mut p = ParamReader::new("lb", "switch_ar", params);
+    let q1 = p.f64_in("quantum1", 0.05, 0.0, 1.0)?;
+    let q2 = p.f64_in("quantum2", 0.10, q1, 1.0)?;
+    let q3 = p.f64_in("quantum3", 0.20, q2, 1.0)?;
+    p.finish()?;
+    Ok(Box::new(SwitchAr { edges: [q1, q2, q3], rng: derive_rng(init.seed, "lb.switch_ar", 0), best: Vec::new() }))
+}
+
+impl SwitchAr {
+    fn bin(&self, queued: u64, buffer: u64) -> u8 {
+        let frac = queued as f64 / buffer as f64;
+        self.edges.iter().take_while(|&&e| frac >= e).count() as u8
+    }
+}
+
+impl LoadBalancer for SwitchAr {
+    fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
+        0
+    }
+
+    fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
+        let mut best_bin = u8::MAX;
+        self.best.clear();
+        for &port in view.candidates {
+            let b = self.bin(view.queued_bytes[port as usize], view.buffer_bytes);
+            if b < best_bin {
+                best_bin = b;
+                self.best.clear();
+            }
+            if b == best_bin {
+                self.best.push(port);
+            }
+        }
+        self.best[self.rng.gen_range(0..self.best.len())]
+    }
+}

@@ -1,0 +1,34 @@
+//! tracefabric's packet-level network engine.
+//!
+//! Layers, lowest first (a module only names those above it in this list):
+//! `units`, `rng`, `error` -> `config`, `params` -> `topology` -> `traffic`,
+//! `bounds` -> the scheme families `lb`, `cc`, `loss` (one trait each, one file per
+//! scheme, a registry by name) -> `events` -> `sim` (the event loop) -> `report`.
+//!
+//! Panic contract: no input makes the engine panic; bad input is a [`SimError`].
+//! Determinism: the same config (seed included) gives a bit-identical [`Report`].
+
+pub mod bounds;
+pub mod cc;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod lb;
+pub mod loss;
+pub mod params;
+pub mod report;
+pub mod rng;
+pub mod sim;
+pub mod topology;
+pub mod traffic;
+pub mod units;
+
+pub use config::SimConfig;
+pub use error::{SimError, SimResult};
+pub use report::Report;
+pub use sim::Simulation;
+
+/// Parse, build and run a simulation from a JSON config.
+pub fn simulate_json(config_json: &str, progress: sim::Progress) -> SimResult<Report> {
+    Simulation::new(SimConfig::from_json(config_json)?)?.run(progress)
+}

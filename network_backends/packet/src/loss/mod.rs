@@ -1,0 +1,61 @@
+//! Loss recovery: one trait, one file per scheme, a registry by name.
+//! The scheme owns each flow's sequence space: what to send next, what an ACK
+//! acknowledges, what a timeout declares lost, and when the flow is complete.
+
+mod erasure;
+mod sack;
+
+use crate::config::Params;
+use crate::error::{SimError, SimResult};
+use crate::lb::FlowId;
+use crate::units::{Dur, Time};
+
+pub struct LossInit<'a> {
+    /// Message size of every flow, in bytes.
+    pub flow_bytes: &'a [u64],
+    pub payload_bytes: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Send {
+    pub seq: u32,
+    pub payload: u32,
+    pub retransmission: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Payload bytes this ACK newly acknowledged (0 for a duplicate).
+    pub newly_acked: u32,
+    pub complete: bool,
+}
+
+pub trait LossRecovery: std::marker::Send {
+    /// The next packet `flow` should send now, recorded as sent; None if nothing is due.
+    fn next_packet(&mut self, flow: FlowId, now: Time) -> Option<Send>;
+
+    fn on_ack(&mut self, flow: FlowId, seq: u32, now: Time) -> AckOutcome;
+
+    /// Declare lost what has been outstanding for `rto` or longer; returns how many packets.
+    fn on_timeout(&mut self, flow: FlowId, now: Time, rto: Dur) -> u32;
+
+    /// Send time of the oldest packet still awaiting its ACK.
+    fn oldest_outstanding(&self, flow: FlowId) -> Option<Time>;
+
+    fn in_flight_bytes(&self, flow: FlowId) -> u64;
+}
+
+type Factory = fn(&LossInit, &Params) -> SimResult<Box<dyn LossRecovery>>;
+
+const REGISTRY: &[(&str, Factory)] = &[("erasure", erasure::build), ("sack", sack::build)];
+
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|(n, _)| *n).collect()
+}
+
+pub fn build(name: &str, init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
+    match REGISTRY.iter().find(|(n, _)| *n == name) {
+        Some((_, make)) => make(init, params),
+        None => Err(SimError::UnknownScheme { family: "loss", name: name.to_string(), known: names().join(", ") }),
+    }
+}

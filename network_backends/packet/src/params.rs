@@ -1,0 +1,64 @@
+//! Reading a scheme's parameters: typed getters with defaults, and a final check
+//! that rejects every key the scheme did not read, naming it.
+
+use crate::config::Params;
+use crate::error::{SimError, SimResult};
+use std::collections::BTreeSet;
+
+pub struct ParamReader<'a> {
+    family: &'static str,
+    scheme: String,
+    params: &'a Params,
+    used: BTreeSet<String>,
+}
+
+impl<'a> ParamReader<'a> {
+    pub fn new(family: &'static str, scheme: &str, params: &'a Params) -> Self {
+        ParamReader { family, scheme: scheme.to_string(), params, used: BTreeSet::new() }
+    }
+
+    fn bad(&self, param: &str, message: String) -> SimError {
+        SimError::BadSchemeParam { family: self.family, scheme: self.scheme.clone(), param: param.to_string(), message }
+    }
+
+    pub fn f64(&mut self, name: &str, default: f64) -> SimResult<f64> {
+        self.used.insert(name.to_string());
+        match self.params.get(name) {
+            None => Ok(default),
+            Some(v) => v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| self.bad(name, format!("must be a number, got {v}"))),
+        }
+    }
+
+    /// A number within [lo, hi].
+    pub fn f64_in(&mut self, name: &str, default: f64, lo: f64, hi: f64) -> SimResult<f64> {
+        let v = self.f64(name, default)?;
+        if v < lo || v > hi {
+            return Err(self.bad(name, format!("must be in [{lo}, {hi}], got {v}")));
+        }
+        Ok(v)
+    }
+
+    pub fn u64_min(&mut self, name: &str, default: u64, min: u64) -> SimResult<u64> {
+        self.used.insert(name.to_string());
+        let v = match self.params.get(name) {
+            None => default,
+            Some(v) => v.as_u64().ok_or_else(|| self.bad(name, format!("must be a non-negative integer, got {v}")))?,
+        };
+        if v < min {
+            return Err(self.bad(name, format!("must be >= {min}, got {v}")));
+        }
+        Ok(v)
+    }
+
+    /// Fails if any parameter was given that the scheme does not take.
+    pub fn finish(self) -> SimResult<()> {
+        for key in self.params.keys() {
+            if !self.used.contains(key) {
+                let known: Vec<&str> = self.used.iter().map(String::as_str).collect();
+                let expected = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                return Err(self.bad(key, format!("is not a parameter of this scheme (it takes: {expected})")));
+            }
+        }
+        Ok(())
+    }
+}

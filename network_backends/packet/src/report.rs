@@ -1,0 +1,65 @@
+//! What a run reports: per-flow completion, per-stage queues and utilization,
+//! conservation counters and the lower bound the run is judged against.
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowResult {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub start_ps: u64,
+    pub finish_ps: u64,
+    pub packets_sent: u64,
+    pub retransmissions: u64,
+    pub timeouts: u64,
+    pub hops: u32,
+}
+
+impl FlowResult {
+    pub fn fct_ps(&self) -> u64 {
+        self.finish_ps - self.start_ps
+    }
+}
+
+/// One stage of the fabric (all ports from one tier to another, e.g. "E->A").
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageStats {
+    pub name: String,
+    pub ports: u32,
+    pub max_queue_bytes: u64,
+    /// Time-averaged queue over the run, averaged over the stage's ports.
+    pub mean_queue_bytes: f64,
+    /// Fraction of the stage's capacity used over the run (frames + gaps excluded).
+    pub utilization: f64,
+    pub drops: u64,
+    pub ecn_marks: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub flows: Vec<FlowResult>,
+    pub stages: Vec<StageStats>,
+    /// Collective completion time: last ACK received minus first flow start.
+    pub cct_ps: u64,
+    /// The lower bound on the CCT for this traffic on this fabric.
+    pub lower_bound_ps: u64,
+    pub events: u64,
+    /// Data packets times links crossed.
+    pub data_packet_hops: u64,
+    pub data_bytes_sent: u64,
+    pub data_bytes_delivered: u64,
+    pub data_bytes_dropped: u64,
+    pub data_packets_dropped: u64,
+    pub acks_dropped: u64,
+    pub ecn_marks: u64,
+    /// Packets still alive after the run drained (always 0: checked by tests).
+    pub packets_alive_at_end: u64,
+    pub lb_state_entries: u64,
+    /// Order-sensitive hash of every flow's outcome: equal digests, identical runs.
+    pub digest: u64,
+}
+
+impl Report {
+    pub fn cct_increase(&self) -> f64 {
+        self.cct_ps as f64 / self.lower_bound_ps as f64 - 1.0
+    }
+}

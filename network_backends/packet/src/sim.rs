@@ -1,0 +1,650 @@
+//! The discrete-event engine: hosts with one NIC, switches with per-port output
+//! queues, links with propagation delay. Packets live in an arena and move by index.
+//!
+//! Life of a data packet: the sending host's NIC pulls it from a flow (round-robin
+//! over the host's active flows, ACKs first) -> it serializes onto the link ->
+//! each switch picks an output port (one shortest-path next hop, chosen by the LB
+//! scheme when there are several) and queues it (drop-tail, RED/ECN at dequeue,
+//! ACKs in a high-priority queue) -> at the destination it turns into an ACK in
+//! place (no allocation) that carries its entropy and ECN mark back.
+
+use crate::bounds;
+use crate::cc::{self, CcInit, CongestionControl};
+use crate::config::SimConfig;
+use crate::error::{SimError, SimResult};
+use crate::events::{Event, EventQueue};
+use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
+use crate::loss::{self, LossInit, LossRecovery};
+use crate::report::{FlowResult, Report, StageStats};
+use crate::rng::{derive_rng, derive_seed, Rng};
+use crate::topology::Topology;
+use crate::traffic::{self, FlowSpec};
+use crate::units::{Dur, Rate, Time, PS_PER_US};
+use rand::Rng as _;
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Packet {
+    flow: u32,
+    seq: u32,
+    entropy: u32,
+    src: u32,
+    dst: u32,
+    payload: u32,
+    wire: u32,
+    sent_at: Time,
+    is_ack: bool,
+    ecn: bool,
+}
+
+struct PortRt {
+    q_hi: VecDeque<u32>,
+    q_lo: VecDeque<u32>,
+    /// Frames on the wire, oldest first; only the oldest has a pending event.
+    wire: VecDeque<(Time, u32)>,
+    /// The port is serializing (frame + gap) until then.
+    busy_until: Time,
+    /// A PortFree event is pending (only scheduled when someone waits for the port).
+    wake_pending: bool,
+    rate: Rate,
+    gap: Dur,
+    /// Propagation plus, if the far end is a switch, its forwarding latency.
+    arrive_delay: Dur,
+    peer: u32,
+    max_queue: u64,
+    queue_area: u128,
+    last_change: Time,
+    tx_bytes: u64,
+    drops: u64,
+    marks: u64,
+}
+
+#[derive(Default)]
+struct HostRt {
+    active: Vec<u32>,
+    rr: usize,
+    wake_at: Option<Time>,
+}
+
+struct FlowRt {
+    spec: FlowSpec,
+    finish: Option<Time>,
+    next_allowed: Time,
+    slot: usize,
+    rto_pending: bool,
+    timeouts_in_a_row: u32,
+    timeouts: u64,
+    sent: u64,
+    retransmitted: u64,
+}
+
+pub struct Simulation {
+    cfg: SimConfig,
+    topo: Topology,
+    flows: Vec<FlowRt>,
+    ports: Vec<PortRt>,
+    queued: Vec<u64>,
+    hosts: Vec<HostRt>,
+    pkts: Vec<Packet>,
+    free: Vec<u32>,
+    events: EventQueue,
+    lb: Box<dyn LoadBalancer>,
+    cc: Box<dyn CongestionControl>,
+    loss: Box<dyn LossRecovery>,
+    ecn_rng: Rng,
+    salts: Vec<u64>,
+    now: Time,
+    done: usize,
+    draining: bool,
+    rto: Dur,
+    lower_bound: Time,
+    error: Option<SimError>,
+    data_hops: u64,
+    bytes_sent: u64,
+    bytes_delivered: u64,
+    bytes_dropped: u64,
+    pkts_dropped: u64,
+    acks_dropped: u64,
+}
+
+/// Called now and then with (flows finished, flows total); return false to cancel.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize) -> bool;
+
+impl Simulation {
+    pub fn new(cfg: SimConfig) -> SimResult<Simulation> {
+        cfg.validate()?;
+        let rate = Rate::from_gbps(cfg.link.rate_gbps);
+        let latency = Dur::from_ns_f64(cfg.link.latency_ns);
+        let topo = Topology::build(&cfg.topology, rate, latency)?;
+        let specs = traffic::generate(&cfg.traffic, &topo, cfg.seed)?;
+        let infos: Vec<FlowInfo> = specs.iter().map(|f| FlowInfo { src: f.src, dst: f.dst, bytes: f.bytes }).collect();
+        let timing = bounds::FrameTiming::from_config(&cfg);
+        let bdp_packets = timing.bdp_packets(topo.diameter_hops);
+        let lb = lb::build(&cfg.scheme.lb, &LbInit { topo: &topo, flows: &infos, seed: cfg.seed, bdp_packets }, &cfg.scheme.lb_params)?;
+        let cc = cc::build(&cfg.scheme.cc, &CcInit { n_flows: specs.len(), line_rate: rate }, &cfg.scheme.cc_params)?;
+        let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
+        let loss = loss::build(&cfg.scheme.loss, &LossInit { flow_bytes: &bytes, payload_bytes: cfg.packet.payload_bytes }, &cfg.scheme.loss_params)?;
+        let lower_bound = bounds::cct_lower_bound(&cfg, &topo, &specs, &timing);
+
+        let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
+        let ports = topo
+            .ports
+            .iter()
+            .map(|p| PortRt {
+                q_hi: VecDeque::new(),
+                q_lo: VecDeque::new(),
+                wire: VecDeque::new(),
+                busy_until: Time::ZERO,
+                wake_pending: false,
+                rate: p.rate,
+                gap: p.rate.serialization(cfg.packet.gap_bytes as u64),
+                arrive_delay: if p.peer < topo.n_hosts { p.latency } else { p.latency + switch_latency },
+                peer: p.peer,
+                max_queue: 0,
+                queue_area: 0,
+                last_change: Time::ZERO,
+                tx_bytes: 0,
+                drops: 0,
+                marks: 0,
+            })
+            .collect();
+        let flows = specs
+            .iter()
+            .map(|&spec| FlowRt {
+                spec,
+                finish: None,
+                next_allowed: spec.start,
+                slot: 0,
+                rto_pending: false,
+                timeouts_in_a_row: 0,
+                timeouts: 0,
+                sent: 0,
+                retransmitted: 0,
+            })
+            .collect();
+        let n_ports = topo.ports.len();
+        let salts = (0..topo.n_nodes() as u64).map(|n| derive_seed(cfg.seed, "ecmp.salt", n)).collect();
+        Ok(Simulation {
+            rto: Dur((cfg.limits.rto_us * PS_PER_US as f64).round() as u64),
+            ecn_rng: derive_rng(cfg.seed, "switch.ecn", 0),
+            hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),
+            queued: vec![0; n_ports],
+            pkts: Vec::with_capacity(1 << 16),
+            free: Vec::new(),
+            events: EventQueue::default(),
+            now: Time::ZERO,
+            done: 0,
+            draining: false,
+            error: None,
+            data_hops: 0,
+            bytes_sent: 0,
+            bytes_delivered: 0,
+            bytes_dropped: 0,
+            pkts_dropped: 0,
+            acks_dropped: 0,
+            cfg,
+            topo,
+            flows,
+            ports,
+            lb,
+            cc,
+            loss,
+            salts,
+            lower_bound,
+        })
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    pub fn run(mut self, progress: Progress) -> SimResult<Report> {
+        let total = self.flows.len();
+        for f in 0..total as u32 {
+            let start = self.flows[f as usize].spec.start;
+            self.events.push(start, Event::FlowStart(f));
+        }
+        let max_time = Time((self.cfg.limits.max_time_ms * 1e9).round() as u64);
+        let mut completed_at = Time::ZERO;
+        let mut areas_at_completion: Vec<u128> = Vec::new();
+        while let Some((t, ev)) = self.events.pop() {
+            if !self.draining && t > max_time {
+                return Err(self.unfinished(format!("limits.max_time_ms = {} reached", self.cfg.limits.max_time_ms)));
+            }
+            self.now = t;
+            match ev {
+                Event::PortFree(p) => self.on_port_free(p as usize),
+                Event::LinkArrive(p) => self.on_link_arrive(p as usize),
+                Event::FlowStart(f) => self.on_flow_start(f),
+                Event::HostWake(h) => {
+                    self.hosts[h as usize].wake_at = None;
+                    self.host_try_send(h);
+                }
+                Event::Rto(f) => self.on_rto(f),
+            }
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+            if !self.draining && self.done == total {
+                // Every flow is complete: freeze the statistics, then let stragglers drain.
+                self.draining = true;
+                completed_at = self.now;
+                areas_at_completion = (0..self.ports.len()).map(|p| self.queue_area_until(p, completed_at)).collect();
+            }
+            if self.events.processed() & 0xF_FFFF == 0 && !progress(self.done, total) {
+                return Err(self.unfinished("cancelled".to_string()));
+            }
+        }
+        if !self.draining {
+            return Err(self.unfinished("no events left while flows were incomplete".to_string()));
+        }
+        progress(total, total);
+        Ok(self.report(completed_at, &areas_at_completion))
+    }
+
+    fn unfinished(&self, reason: String) -> SimError {
+        SimError::DidNotFinish { unfinished: self.flows.len() - self.done, total: self.flows.len(), time_us: self.now.as_us(), reason }
+    }
+
+    // ---- hosts -------------------------------------------------------------
+
+    fn on_flow_start(&mut self, f: u32) {
+        if self.draining {
+            return;
+        }
+        let src = self.flows[f as usize].spec.src;
+        let host = &mut self.hosts[src as usize];
+        self.flows[f as usize].slot = host.active.len();
+        host.active.push(f);
+        self.host_try_send(src);
+    }
+
+    /// Start the NIC's next frame if it is idle: an ACK if any, else the next data packet.
+    fn host_try_send(&mut self, h: u32) {
+        let port = self.topo.host_port[h as usize] as usize;
+        if self.ports[port].busy_until > self.now {
+            self.wake_port(port);
+            return;
+        }
+        if let Some(pkt) = self.ports[port].q_hi.pop_front() {
+            self.transmit(port, pkt);
+            self.wake_port(port); // come back for the next frame
+            return;
+        }
+        let n = self.hosts[h as usize].active.len();
+        let mut earliest: Option<Time> = None;
+        for i in 0..n {
+            let idx = (self.hosts[h as usize].rr + i) % n;
+            let f = self.hosts[h as usize].active[idx];
+            let flow = &self.flows[f as usize];
+            if flow.next_allowed > self.now {
+                earliest = Some(earliest.map_or(flow.next_allowed, |e: Time| e.min(flow.next_allowed)));
+                continue;
+            }
+            if self.loss.in_flight_bytes(f) >= self.cc.window_bytes(f) {
+                continue;
+            }
+            let Some(send) = self.loss.next_packet(f, self.now) else { continue };
+            let entropy = self.lb.entropy(f, send.seq, self.now);
+            let spec = self.flows[f as usize].spec;
+            let wire = send.payload + self.cfg.packet.header_bytes;
+            let pkt = self.alloc(Packet {
+                flow: f,
+                seq: send.seq,
+                entropy,
+                src: spec.src,
+                dst: spec.dst,
+                payload: send.payload,
+                wire,
+                sent_at: self.now,
+                is_ack: false,
+                ecn: false,
+            });
+            let now = self.now;
+            let gap = self.cc.pacing_gap(f, wire);
+            let flow = &mut self.flows[f as usize];
+            if let Some(gap) = gap {
+                flow.next_allowed = now + gap;
+            }
+            flow.sent += 1;
+            flow.retransmitted += send.retransmission as u64;
+            self.bytes_sent += send.payload as u64;
+            if !flow.rto_pending {
+                flow.rto_pending = true;
+                self.events.push(now + self.rto, Event::Rto(f));
+            }
+            self.hosts[h as usize].rr = idx + 1;
+            self.transmit(port, pkt);
+            self.wake_port(port);
+            return;
+        }
+        if let Some(at) = earliest {
+            let host = &mut self.hosts[h as usize];
+            if host.wake_at.map_or(true, |w| at < w) {
+                host.wake_at = Some(at);
+                self.events.push(at, Event::HostWake(h));
+            }
+        }
+    }
+
+    fn host_receive(&mut self, h: u32, pkt: u32) {
+        let p = self.pkts[pkt as usize];
+        if !p.is_ack {
+            self.bytes_delivered += p.payload as u64;
+            // The data packet becomes its own ACK: same slot, entropy and ECN mark echoed.
+            let ack = &mut self.pkts[pkt as usize];
+            ack.is_ack = true;
+            ack.wire = self.cfg.packet.ack_bytes;
+            ack.src = p.dst;
+            ack.dst = p.src;
+            let port = self.topo.host_port[h as usize] as usize;
+            self.ports[port].q_hi.push_back(pkt);
+            self.host_try_send(h);
+            return;
+        }
+        self.release(pkt);
+        let f = p.flow;
+        if self.draining || self.flows[f as usize].finish.is_some() {
+            return;
+        }
+        let outcome = self.loss.on_ack(f, p.seq, self.now);
+        self.lb.on_ack(f, p.entropy, p.ecn, self.now);
+        self.cc.on_ack(f, outcome.newly_acked, p.ecn, self.now - p.sent_at, self.now);
+        if outcome.newly_acked > 0 {
+            self.flows[f as usize].timeouts_in_a_row = 0;
+        }
+        if outcome.complete {
+            self.finish_flow(f);
+        }
+        self.host_try_send(h);
+    }
+
+    fn finish_flow(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        flow.finish = Some(self.now);
+        self.done += 1;
+        let (src, slot) = (flow.spec.src as usize, flow.slot);
+        let host = &mut self.hosts[src];
+        host.active.swap_remove(slot);
+        if let Some(&moved) = host.active.get(slot) {
+            self.flows[moved as usize].slot = slot;
+        }
+        if host.rr > slot {
+            host.rr -= 1;
+        }
+    }
+
+    fn on_rto(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        flow.rto_pending = false;
+        if self.draining || flow.finish.is_some() {
+            return;
+        }
+        let Some(oldest) = self.loss.oldest_outstanding(f) else { return };
+        let next = oldest + self.rto;
+        if next <= self.now {
+            let lost = self.loss.on_timeout(f, self.now, self.rto);
+            self.lb.on_timeout(f, self.now);
+            self.cc.on_timeout(f, self.now);
+            let flow = &mut self.flows[f as usize];
+            flow.timeouts += 1;
+            flow.timeouts_in_a_row += 1;
+            if flow.timeouts_in_a_row > self.cfg.limits.max_timeouts {
+                let reason = format!(
+                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts); {lost} packets presumed lost in the last one",
+                    flow.spec.src, flow.spec.dst, self.cfg.limits.max_timeouts
+                );
+                self.error = Some(self.unfinished(reason));
+                return;
+            }
+            // Re-arm before sending replacements, so the send path does not arm a second timer.
+            self.flows[f as usize].rto_pending = true;
+            self.events.push(self.now + self.rto, Event::Rto(f));
+            self.host_try_send(self.flows[f as usize].spec.src);
+            return;
+        }
+        self.flows[f as usize].rto_pending = true;
+        self.events.push(next, Event::Rto(f));
+    }
+
+    // ---- ports, links, switches ---------------------------------------------
+
+    fn transmit(&mut self, port: usize, pkt: u32) {
+        let p = &mut self.ports[port];
+        let wire = self.pkts[pkt as usize].wire as u64;
+        let ser = p.rate.serialization(wire);
+        let arrive = self.now + ser + p.arrive_delay;
+        if p.wire.is_empty() {
+            self.events.push(arrive, Event::LinkArrive(port as u32));
+        }
+        p.wire.push_back((arrive, pkt));
+        p.busy_until = self.now + ser + p.gap;
+        p.tx_bytes += wire;
+        if !self.pkts[pkt as usize].is_ack {
+            self.data_hops += 1;
+        }
+    }
+
+    /// Ask for a PortFree event when the current frame is done (at most one pending).
+    fn wake_port(&mut self, port: usize) {
+        let p = &mut self.ports[port];
+        if !p.wake_pending {
+            p.wake_pending = true;
+            self.events.push(p.busy_until, Event::PortFree(port as u32));
+        }
+    }
+
+    fn on_port_free(&mut self, port: usize) {
+        self.ports[port].wake_pending = false;
+        let owner = self.topo.ports[port].owner;
+        if owner < self.topo.n_hosts {
+            self.host_try_send(owner);
+        } else {
+            self.switch_dequeue(port);
+        }
+    }
+
+    fn on_link_arrive(&mut self, port: usize) {
+        let (_, pkt) = self.ports[port].wire.pop_front().expect("arrival event without a frame on the link");
+        if let Some(&(next, _)) = self.ports[port].wire.front() {
+            self.events.push(next, Event::LinkArrive(port as u32));
+        }
+        let node = self.ports[port].peer;
+        if node < self.topo.n_hosts {
+            self.host_receive(node, pkt);
+        } else {
+            self.switch_receive(node, pkt);
+        }
+    }
+
+    fn switch_receive(&mut self, node: u32, pkt: u32) {
+        let p = self.pkts[pkt as usize];
+        let dst_edge = self.topo.host_edge[p.dst as usize];
+        let out = if dst_edge == node {
+            self.topo.host_down_port[p.dst as usize]
+        } else {
+            let group = self.topo.group_towards(node, dst_edge);
+            let candidates = &self.topo.groups[group as usize];
+            if candidates.len() == 1 {
+                candidates[0]
+            } else {
+                let view = SwitchView {
+                    now: self.now,
+                    node,
+                    group,
+                    candidates,
+                    queued_bytes: &self.queued,
+                    buffer_bytes: self.cfg.switch.buffer_bytes,
+                    salt: self.salts[node as usize],
+                };
+                let hdr = Header { flow: p.flow, src: p.src, dst: p.dst, entropy: p.entropy, is_ack: p.is_ack, wire_bytes: p.wire };
+                self.lb.choose_port(&view, &hdr)
+            }
+        };
+        self.enqueue(out as usize, pkt);
+    }
+
+    fn enqueue(&mut self, port: usize, pkt: u32) {
+        let p = self.pkts[pkt as usize];
+        let wire = p.wire as u64;
+        if self.queued[port] + wire > self.cfg.switch.buffer_bytes {
+            self.ports[port].drops += 1;
+            if p.is_ack {
+                self.acks_dropped += 1;
+            } else {
+                self.pkts_dropped += 1;
+                self.bytes_dropped += p.payload as u64;
+            }
+            self.release(pkt);
+            return;
+        }
+        let port_rt = &self.ports[port];
+        if port_rt.busy_until <= self.now && port_rt.q_hi.is_empty() && port_rt.q_lo.is_empty() {
+            self.transmit(port, pkt); // straight through an idle port: no queue, no mark
+            return;
+        }
+        self.wake_port(port);
+        if p.is_ack {
+            self.ports[port].q_hi.push_back(pkt);
+        } else {
+            self.ports[port].q_lo.push_back(pkt);
+        }
+        self.set_queued(port, self.queued[port] + wire);
+    }
+
+    fn switch_dequeue(&mut self, port: usize) {
+        let rt = &mut self.ports[port];
+        let Some(pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else { return };
+        let wire = self.pkts[pkt as usize].wire as u64;
+        let left = self.queued[port] - wire;
+        self.set_queued(port, left);
+        if !self.pkts[pkt as usize].is_ack && self.cfg.switch.ecn && self.red_marks(left) {
+            self.pkts[pkt as usize].ecn = true;
+            self.ports[port].marks += 1;
+        }
+        self.transmit(port, pkt);
+        let rt = &self.ports[port];
+        if !rt.q_hi.is_empty() || !rt.q_lo.is_empty() {
+            self.wake_port(port);
+        }
+    }
+
+    /// RED at dequeue: mark with probability rising linearly from kmin to kmax
+    /// of the backlog left behind the departing packet.
+    fn red_marks(&mut self, backlog: u64) -> bool {
+        let buf = self.cfg.switch.buffer_bytes as f64;
+        let (kmin, kmax) = (self.cfg.switch.ecn_kmin * buf, self.cfg.switch.ecn_kmax * buf);
+        let q = backlog as f64;
+        if q <= kmin {
+            false
+        } else if q >= kmax {
+            true
+        } else {
+            self.ecn_rng.gen::<f64>() < (q - kmin) / (kmax - kmin)
+        }
+    }
+
+    fn set_queued(&mut self, port: usize, bytes: u64) {
+        let rt = &mut self.ports[port];
+        rt.queue_area += self.queued[port] as u128 * (self.now - rt.last_change).0 as u128;
+        rt.last_change = self.now;
+        rt.max_queue = rt.max_queue.max(bytes);
+        self.queued[port] = bytes;
+    }
+
+    fn queue_area_until(&self, port: usize, t: Time) -> u128 {
+        let rt = &self.ports[port];
+        rt.queue_area + self.queued[port] as u128 * (t - rt.last_change).0 as u128
+    }
+
+    // ---- packet arena --------------------------------------------------------
+
+    fn alloc(&mut self, p: Packet) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.pkts[i as usize] = p;
+                i
+            }
+            None => {
+                self.pkts.push(p);
+                (self.pkts.len() - 1) as u32
+            }
+        }
+    }
+
+    fn release(&mut self, pkt: u32) {
+        self.free.push(pkt);
+    }
+
+    // ---- results ---------------------------------------------------------------
+
+    fn report(self, completed_at: Time, areas: &[u128]) -> Report {
+        let first_start = self.flows.iter().map(|f| f.spec.start).min().unwrap_or(Time::ZERO);
+        let flows: Vec<FlowResult> = self
+            .flows
+            .iter()
+            .map(|f| FlowResult {
+                src: f.spec.src,
+                dst: f.spec.dst,
+                bytes: f.spec.bytes,
+                start_ps: f.spec.start.0,
+                finish_ps: f.finish.map_or(0, |t| t.0),
+                packets_sent: f.sent,
+                retransmissions: f.retransmitted,
+                timeouts: f.timeouts,
+                hops: self.topo.hops_between(f.spec.src, f.spec.dst),
+            })
+            .collect();
+        let span = (completed_at - first_start).0.max(1) as f64;
+        let mut stages: BTreeMap<String, StageStats> = BTreeMap::new();
+        let mut area_sum: BTreeMap<String, f64> = BTreeMap::new();
+        let mut cap_sum: BTreeMap<String, f64> = BTreeMap::new();
+        for (i, rt) in self.ports.iter().enumerate() {
+            let name = self.topo.stage_name(i as u32);
+            let s = stages.entry(name.clone()).or_insert_with(|| StageStats {
+                name: name.clone(),
+                ports: 0,
+                max_queue_bytes: 0,
+                mean_queue_bytes: 0.0,
+                utilization: 0.0,
+                drops: 0,
+                ecn_marks: 0,
+            });
+            s.ports += 1;
+            s.max_queue_bytes = s.max_queue_bytes.max(rt.max_queue);
+            s.drops += rt.drops;
+            s.ecn_marks += rt.marks;
+            *area_sum.entry(name.clone()).or_default() += areas[i] as f64;
+            s.utilization += rt.tx_bytes as f64 * 8.0;
+            *cap_sum.entry(name).or_default() += rt.rate.bps() as f64 * span / 1e12;
+        }
+        for s in stages.values_mut() {
+            s.mean_queue_bytes = area_sum[&s.name] / (s.ports as f64 * span);
+            s.utilization /= cap_sum[&s.name];
+        }
+        let mut digest = 0xcbf2_9ce4_8422_2325u64;
+        for f in &flows {
+            for x in [f.finish_ps, f.packets_sent, f.retransmissions] {
+                digest = crate::rng::mix64(digest ^ x);
+            }
+        }
+        let live = (self.pkts.len() - self.free.len()) as u64;
+        Report {
+            cct_ps: (completed_at - first_start).0,
+            lower_bound_ps: (self.lower_bound - first_start).0,
+            events: self.events.processed(),
+            data_packet_hops: self.data_hops,
+            data_bytes_sent: self.bytes_sent,
+            data_bytes_delivered: self.bytes_delivered,
+            data_bytes_dropped: self.bytes_dropped,
+            data_packets_dropped: self.pkts_dropped,
+            acks_dropped: self.acks_dropped,
+            ecn_marks: self.ports.iter().map(|p| p.marks).sum(),
+            packets_alive_at_end: live,
+            lb_state_entries: self.lb.state_entries(),
+            stages: stages.into_values().collect(),
+            digest: crate::rng::mix64(digest ^ self.events.processed()),
+            flows,
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! Topologies as flat arrays: nodes, one-directional ports (an output queue plus
+//! the link behind it), and shortest-path next-hop groups computed by BFS, so
+//! routing works unchanged for any tree (and, later, after link failures).
+
+use crate::config::TopologyConfig;
+use crate::error::{config_err, SimResult};
+use crate::units::{Dur, Rate};
+use std::collections::{HashMap, VecDeque};
+
+pub type NodeId = u32;
+pub type PortId = u32;
+/// A set of equal-cost next-hop ports at one switch, shared by all destinations that use it.
+pub type GroupId = u32;
+
+#[derive(Clone, Debug)]
+pub struct PortSpec {
+    pub owner: NodeId,
+    pub peer: NodeId,
+    pub rate: Rate,
+    pub latency: Dur,
+}
+
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub n_hosts: u32,
+    /// Tier of every node: 0 host, 1 edge/leaf, 2 aggregation/spine, 3 core.
+    pub tier: Vec<u8>,
+    /// Short names of the tiers, used to label stages ("E->A").
+    pub tier_names: Vec<&'static str>,
+    /// Pod of every node (fat tree); leaf-spine puts every node in pod 0.
+    pub pod: Vec<u32>,
+    pub ports: Vec<PortSpec>,
+    /// Output ports of each node (CSR).
+    pub node_ports: Vec<Vec<PortId>>,
+    /// The single NIC port of each host, and the edge-switch port facing it.
+    pub host_port: Vec<PortId>,
+    pub host_down_port: Vec<PortId>,
+    pub host_edge: Vec<NodeId>,
+    /// Dense index of each edge switch (u32::MAX for other nodes).
+    pub edge_index: Vec<u32>,
+    pub n_edges: u32,
+    /// route[(node * n_edges) + edge] = group of next hops towards that edge switch.
+    route: Vec<GroupId>,
+    pub groups: Vec<Vec<PortId>>,
+    /// Hops of the longest shortest host-to-host path (6 for a 3-tier fat tree).
+    pub diameter_hops: u32,
+}
+
+pub const NO_GROUP: GroupId = u32::MAX;
+
+impl Topology {
+    pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> SimResult<Topology> {
+        let mut b = Builder::default();
+        match *cfg {
+            TopologyConfig::FatTree { k } => {
+                if k < 2 || k % 2 != 0 {
+                    return Err(config_err("topology.k", format!("a k-ary fat tree needs an even k >= 2, got {k}")));
+                }
+                if k > 64 {
+                    return Err(config_err("topology.k", format!("k = {k} exceeds the supported maximum of 64")));
+                }
+                let h = k / 2;
+                let n_hosts = k * k * k / 4;
+                b.tier_names = vec!["host", "E", "A", "C"];
+                for host in 0..n_hosts {
+                    b.add_node(0, host / (h * h));
+                }
+                let edge0 = b.tier.len() as u32;
+                for e in 0..k * h {
+                    b.add_node(1, e / h);
+                }
+                let agg0 = b.tier.len() as u32;
+                for a in 0..k * h {
+                    b.add_node(2, a / h);
+                }
+                let core0 = b.tier.len() as u32;
+                for _ in 0..h * h {
+                    b.add_node(3, u32::MAX);
+                }
+                for host in 0..n_hosts {
+                    b.link(host, edge0 + host / h, rate, latency);
+                }
+                for pod in 0..k {
+                    for e in 0..h {
+                        for a in 0..h {
+                            b.link(edge0 + pod * h + e, agg0 + pod * h + a, rate, latency);
+                        }
+                    }
+                    for a in 0..h {
+                        for c in 0..h {
+                            b.link(agg0 + pod * h + a, core0 + a * h + c, rate, latency);
+                        }
+                    }
+                }
+                b.finish(n_hosts)
+            }
+            TopologyConfig::LeafSpine { leaves, spines, links_per_pair, oversubscription, hosts_per_leaf } => {
+                if leaves < 1 || spines < 1 || links_per_pair < 1 {
+                    return Err(config_err("topology", "leaf-spine needs leaves, spines and links_per_pair >= 1"));
+                }
+                let uplinks = spines * links_per_pair;
+                let hpl = match hosts_per_leaf {
+                    Some(n) if n >= 1 => n,
+                    Some(_) => return Err(config_err("topology.hosts_per_leaf", "must be >= 1")),
+                    None => {
+                        let x = oversubscription * uplinks as f64;
+                        if !(oversubscription > 0.0) || (x - x.round()).abs() > 1e-9 || x.round() < 1.0 {
+                            return Err(config_err(
+                                "topology.oversubscription",
+                                format!("oversubscription x spines x links_per_pair must be a whole number of hosts per leaf, got {x}"),
+                            ));
+                        }
+                        x.round() as u32
+                    }
+                };
+                let n_hosts = leaves * hpl;
+                b.tier_names = vec!["host", "L", "S"];
+                for _ in 0..n_hosts {
+                    b.add_node(0, 0);
+                }
+                let leaf0 = b.tier.len() as u32;
+                for _ in 0..leaves {
+                    b.add_node(1, 0);
+                }
+                let spine0 = b.tier.len() as u32;
+                for _ in 0..spines {
+                    b.add_node(2, 0);
+                }
+                for host in 0..n_hosts {
+                    b.link(host, leaf0 + host / hpl, rate, latency);
+                }
+                for l in 0..leaves {
+                    for s in 0..spines {
+                        for _ in 0..links_per_pair {
+                            b.link(leaf0 + l, spine0 + s, rate, latency);
+                        }
+                    }
+                }
+                b.finish(n_hosts)
+            }
+        }
+    }
+
+    pub fn n_nodes(&self) -> usize {
+        self.tier.len()
+    }
+
+    /// Next-hop group at `node` towards host `dst` (the caller handles the last hop at the edge).
+    #[inline]
+    pub fn group_towards(&self, node: NodeId, dst_edge: NodeId) -> GroupId {
+        let e = self.edge_index[dst_edge as usize];
+        self.route[node as usize * self.n_edges as usize + e as usize]
+    }
+
+    pub fn stage_name(&self, port: PortId) -> String {
+        let p = &self.ports[port as usize];
+        format!("{}->{}", self.tier_names[self.tier[p.owner as usize] as usize], self.tier_names[self.tier[p.peer as usize] as usize])
+    }
+
+    /// Number of links crossed from host `src` to host `dst` on a shortest path.
+    pub fn hops_between(&self, src: u32, dst: u32) -> u32 {
+        let (se, de) = (self.host_edge[src as usize], self.host_edge[dst as usize]);
+        if se == de {
+            return 2;
+        }
+        let mut node = se;
+        let mut hops = 2;
+        while node != de {
+            let g = self.group_towards(node, de);
+            node = self.ports[self.groups[g as usize][0] as usize].peer;
+            hops += 1;
+        }
+        hops
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    tier: Vec<u8>,
+    pod: Vec<u32>,
+    tier_names: Vec<&'static str>,
+    ports: Vec<PortSpec>,
+}
+
+impl Builder {
+    fn add_node(&mut self, tier: u8, pod: u32) {
+        self.tier.push(tier);
+        self.pod.push(pod);
+    }
+
+    fn link(&mut self, a: NodeId, b: NodeId, rate: Rate, latency: Dur) {
+        self.ports.push(PortSpec { owner: a, peer: b, rate, latency });
+        self.ports.push(PortSpec { owner: b, peer: a, rate, latency });
+    }
+
+    fn finish(self, n_hosts: u32) -> SimResult<Topology> {
+        let n = self.tier.len();
+        let mut node_ports = vec![Vec::new(); n];
+        for (i, p) in self.ports.iter().enumerate() {
+            node_ports[p.owner as usize].push(i as PortId);
+        }
+        let mut host_port = vec![0; n_hosts as usize];
+        let mut host_down_port = vec![0; n_hosts as usize];
+        let mut host_edge = vec![0; n_hosts as usize];
+        for h in 0..n_hosts as usize {
+            if node_ports[h].len() != 1 {
+                return Err(config_err("topology", format!("host {h} must have exactly one NIC")));
+            }
+            let p = node_ports[h][0];
+            host_port[h] = p;
+            host_edge[h] = self.ports[p as usize].peer;
+            host_down_port[h] = p ^ 1; // ports are created in pairs
+        }
+        let mut edge_index = vec![u32::MAX; n];
+        let mut n_edges = 0u32;
+        for &e in &host_edge {
+            if edge_index[e as usize] == u32::MAX {
+                edge_index[e as usize] = n_edges;
+                n_edges += 1;
+            }
+        }
+        // BFS over switches from every edge switch; next hops are ports one step closer.
+        let mut route = vec![NO_GROUP; n * n_edges as usize];
+        let mut groups: Vec<Vec<PortId>> = Vec::new();
+        let mut group_ids: HashMap<Vec<PortId>, GroupId> = HashMap::new();
+        let mut dist = vec![u32::MAX; n];
+        let mut diameter = 2;
+        for edge in 0..n as u32 {
+            let ei = edge_index[edge as usize];
+            if ei == u32::MAX {
+                continue;
+            }
+            dist.iter_mut().for_each(|d| *d = u32::MAX);
+            dist[edge as usize] = 0;
+            let mut q = VecDeque::from([edge]);
+            while let Some(u) = q.pop_front() {
+                for &p in &node_ports[u as usize] {
+                    let v = self.ports[p as usize].peer;
+                    if self.tier[v as usize] != 0 && dist[v as usize] == u32::MAX {
+                        dist[v as usize] = dist[u as usize] + 1;
+                        q.push_back(v);
+                    }
+                }
+            }
+            for u in n_hosts as usize..n {
+                if u as u32 == edge || dist[u] == u32::MAX {
+                    continue;
+                }
+                if self.tier[u] == 1 {
+                    diameter = diameter.max(dist[u] + 2);
+                }
+                let hops: Vec<PortId> = node_ports[u]
+                    .iter()
+                    .copied()
+                    .filter(|&p| {
+                        let v = self.ports[p as usize].peer as usize;
+                        self.tier[v] != 0 && dist[v] + 1 == dist[u]
+                    })
+                    .collect();
+                let next = groups.len() as GroupId;
+                let g = *group_ids.entry(hops.clone()).or_insert(next);
+                if g == next {
+                    groups.push(hops);
+                }
+                route[u * n_edges as usize + ei as usize] = g;
+            }
+        }
+        Ok(Topology {
+            n_hosts,
+            tier: self.tier,
+            tier_names: self.tier_names,
+            pod: self.pod,
+            ports: self.ports,
+            node_ports,
+            host_port,
+            host_down_port,
+            host_edge,
+            edge_index,
+            n_edges,
+            route,
+            groups,
+            diameter_hops: diameter,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fat_tree(k: u32) -> Topology {
+        Topology::build(&TopologyConfig::FatTree { k }, Rate::from_gbps(800.0), Dur(500_000)).unwrap()
+    }
+
+    #[test]
+    fn fat_tree_sizes() {
+        for k in [4u32, 8, 16] {
+            let t = fat_tree(k);
+            assert_eq!(t.n_hosts, k * k * k / 4);
+            assert_eq!(t.n_nodes() as u32, k * k * k / 4 + k * k + k * k / 4);
+            // every link is two ports: hosts + 2 tiers of k^3/4 switch links
+            assert_eq!(t.ports.len() as u32, 2 * 3 * k * k * k / 4);
+            assert_eq!(t.diameter_hops, 6);
+        }
+    }
+
+    #[test]
+    fn every_next_hop_is_on_a_shortest_path_and_multiplicity_is_right() {
+        let k = 8;
+        let t = fat_tree(k);
+        // inter-pod: an edge has k/2 choices up, an aggregation k/2, a core exactly 1
+        let (src, dst) = (0u32, t.n_hosts - 1);
+        let e = t.host_edge[src as usize];
+        let de = t.host_edge[dst as usize];
+        let g = t.group_towards(e, de);
+        assert_eq!(t.groups[g as usize].len(), (k / 2) as usize);
+        let agg = t.ports[t.groups[g as usize][0] as usize].peer;
+        assert_eq!(t.groups[t.group_towards(agg, de) as usize].len(), (k / 2) as usize);
+        assert_eq!(t.hops_between(src, dst), 6);
+        assert_eq!(t.hops_between(0, 1), 2);
+        assert_eq!(t.hops_between(0, k / 2), 4); // same pod, other edge
+    }
+
+    #[test]
+    fn leaf_spine_parallel_links_and_oversubscription() {
+        let cfg = TopologyConfig::LeafSpine { leaves: 4, spines: 2, links_per_pair: 2, oversubscription: 2.0, hosts_per_leaf: None };
+        let t = Topology::build(&cfg, Rate::from_gbps(400.0), Dur(1000)).unwrap();
+        assert_eq!(t.n_hosts, 4 * 8);
+        let g = t.group_towards(t.host_edge[0], t.host_edge[31]);
+        assert_eq!(t.groups[g as usize].len(), 4); // 2 spines x 2 parallel links
+        assert_eq!(t.diameter_hops, 4);
+    }
+
+    #[test]
+    fn odd_k_is_refused_with_the_field_name() {
+        let err = Topology::build(&TopologyConfig::FatTree { k: 7 }, Rate::from_gbps(800.0), Dur(0)).unwrap_err();
+        assert!(err.to_string().contains("topology.k"), "{err}");
+    }
+}

@@ -1,0 +1,131 @@
+"""Traffic files: explicit flow lists (CSV or JSON) and htsim's connection-matrix format.
+
+CSV: a header with `src,dst,bytes` and optionally `start_us` (or `start_ps`).
+JSON: a list of objects with the same keys, or `{"flows": [...]}`.
+Connection matrix (htsim): `Nodes N`, `Connections C`, then `SRC->DST id ID start US size BYTES`.
+Triggers and failures are not supported yet and are refused with the line they appear on.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ...errors import TrafficFileError
+
+_FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
+
+
+def read_traffic_file(path: str | Path) -> dict[str, Any]:
+    """The engine's `flows` traffic dict, from a .csv, .json or .cm file."""
+    p = Path(path)
+    if not p.is_file():
+        raise TrafficFileError("no such file", str(p), None, "path")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return _from_rows(_csv_rows(p), str(p))
+    if suffix == ".json":
+        try:
+            data = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise TrafficFileError(f"not valid JSON ({e.msg})", str(p), e.lineno, "json") from None
+        rows = data.get("flows") if isinstance(data, dict) else data
+        if not isinstance(rows, list):
+            raise TrafficFileError("expected a list of flows or {\"flows\": [...]}", str(p), None, "flows")
+        return _from_rows([(i + 1, r) for i, r in enumerate(rows)], str(p))
+    if suffix in (".cm", ".txt"):
+        return read_connection_matrix(p)
+    raise TrafficFileError(f"unknown traffic file type {suffix!r} (expected .csv, .json or .cm)", str(p), None, "path")
+
+
+def _csv_rows(p: Path) -> list[tuple[int, dict[str, Any]]]:
+    with p.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = {"src", "dst", "bytes"} - set(reader.fieldnames or [])
+        if missing:
+            raise TrafficFileError(f"missing column(s) {', '.join(sorted(missing))} (expected src,dst,bytes[,start_us])", str(p), 1, sorted(missing)[0])
+        return [(i + 2, row) for i, row in enumerate(reader)]
+
+
+def _from_rows(rows: list[tuple[int, Any]], path: str) -> dict[str, Any]:
+    out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
+    for line, row in rows:
+        if not isinstance(row, dict):
+            raise TrafficFileError("each flow must be an object with src, dst, bytes", path, line, "flow")
+        for key in ("src", "dst", "bytes"):
+            out[key].append(_nonneg_int(row.get(key), path, line, key))
+        if row.get("start_ps") not in (None, ""):
+            out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps"))
+        else:
+            us = row.get("start_us")
+            try:
+                start = float(us) if us not in (None, "") else 0.0
+            except (TypeError, ValueError):
+                raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us") from None
+            if start < 0:
+                raise TrafficFileError("field `start_us` must be >= 0", path, line, "start_us")
+            out["start_ps"].append(round(start * 1e6))
+    if not out["src"]:
+        raise TrafficFileError("no flows in file", path, None, "flows")
+    return {"kind": "flows", **out}
+
+
+def _nonneg_int(value: Any, path: str, line: int, field: str) -> int:
+    try:
+        v = int(str(value).strip())
+    except (TypeError, ValueError):
+        raise TrafficFileError(f"field `{field}` must be a non-negative integer, got {value!r}", path, line, field) from None
+    if v < 0:
+        raise TrafficFileError(f"field `{field}` must be >= 0, got {v}", path, line, field)
+    return v
+
+
+def read_connection_matrix(path: str | Path) -> dict[str, Any]:
+    """Flows from an htsim connection matrix (flows with `start` only)."""
+    p = str(path)
+    nodes = connections = None
+    out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
+    for line_no, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        head = line.split()[0]
+        if head in ("Nodes", "Connections", "Triggers", "Failures"):
+            parts = line.split()
+            if len(parts) != 2 or not parts[1].isdigit():
+                raise TrafficFileError(f"expected `{head} <count>`, got {line!r}", p, line_no, head)
+            if head == "Nodes":
+                nodes = int(parts[1])
+            elif head == "Connections":
+                connections = int(parts[1])
+            elif int(parts[1]) != 0:
+                raise TrafficFileError(f"{head.lower()} are not supported (only flows with `start`)", p, line_no, head)
+            continue
+        if head in ("trigger", "failure"):
+            raise TrafficFileError(f"`{head}` lines are not supported (only flows with `start`)", p, line_no, head)
+        m = _FLOW_LINE.match(line)
+        if not m:
+            raise TrafficFileError(f"expected `SRC->DST id ID start US size BYTES`, got {line!r}", p, line_no, "flow")
+        tokens = m.group(3).split()
+        fields = dict(zip(tokens[::2], tokens[1::2]))
+        for key in fields:
+            if key not in ("id", "start", "size"):
+                raise TrafficFileError(f"token `{key}` is not supported (only id, start, size)", p, line_no, key)
+        for key in ("start", "size"):
+            if key not in fields:
+                raise TrafficFileError(f"flow has no `{key}`", p, line_no, key)
+        src, dst = int(m.group(1)), int(m.group(2))
+        if nodes is not None and (src >= nodes or dst >= nodes):
+            raise TrafficFileError(f"host {max(src, dst)} is outside `Nodes {nodes}`", p, line_no, "Nodes")
+        out["src"].append(src)
+        out["dst"].append(dst)
+        out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size"))
+        out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start") * 1_000_000)
+    if connections is not None and connections != len(out["src"]):
+        raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")
+    if not out["src"]:
+        raise TrafficFileError("no flows in file", p, None, "flows")
+    return {"kind": "flows", **out}

@@ -1,0 +1,183 @@
+"""The `tracefabric` command line: thin compositions of library calls."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .astra_configs import load_scheme_preset, scheme_presets
+from .errors import TracefabricError
+
+app = typer.Typer(help="tracefabric: compare load-balancing and congestion-control schemes for AI training fabrics.", no_args_is_help=True)
+net = typer.Typer(help="Packet-level network runs: one scheme, or a comparison of several.", no_args_is_help=True)
+app.add_typer(net, name="net")
+console = Console()
+err_console = Console(stderr=True)
+
+Topology = Annotated[str, typer.Option(help="fat-tree:k=8 | leaf-spine:leaves=8,spines=4[,links_per_pair=1,oversubscription=1]")]
+Seed = Annotated[int, typer.Option(help="Master seed: same inputs + seed give identical results.")]
+LinkGbps = Annotated[float, typer.Option(help="Link rate in Gbps (every link).")]
+LatencyNs = Annotated[float, typer.Option(help="Propagation latency per link, ns.")]
+BufferBytes = Annotated[str, typer.Option(help="Output buffer per switch port, e.g. 800KB.")]
+
+
+def _common(link_gbps: float, latency_ns: float, buffer: str) -> dict:
+    from .specs import parse_size
+
+    return {"link": {"rate_gbps": link_gbps, "latency_ns": latency_ns}, "switch": {"buffer_bytes": parse_size(buffer, "buffer")}}
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console, transient=False)
+
+
+@net.command("run")
+def net_run(
+    topology: Topology = "fat-tree:k=8",
+    traffic: Annotated[str, typer.Option(help="permutation:size=1MiB[,inter_pod=true] | all-to-all:size=1MiB | incast:senders=N,size=S[,dst=0] | file:PATH (.csv/.json/.cm)")] = "permutation:size=1MiB",
+    scheme: Annotated[Optional[str], typer.Option(help="Scheme preset from astra_configs/schemes (LB + CC + loss with paper parameters).")] = None,
+    lb: Annotated[Optional[str], typer.Option(help="Load balancer (overrides the preset's).")] = None,
+    cc: Annotated[Optional[str], typer.Option(help="Congestion control (overrides the preset's).")] = None,
+    loss: Annotated[Optional[str], typer.Option(help="Loss recovery: erasure | sack.")] = None,
+    param: Annotated[Optional[list[str]], typer.Option(help="Scheme parameter FAMILY.NAME=VALUE, e.g. loss.threshold=6; repeatable.")] = None,
+    seed: Seed = 1,
+    link_gbps: LinkGbps = 800.0,
+    latency_ns: LatencyNs = 500.0,
+    buffer: BufferBytes = "800KB",
+    flows_out: Annotated[Optional[Path], typer.Option(help="Write per-flow results here (.csv or .parquet).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
+    from .network_backends.packet import simulate
+
+    params = _parse_params(param or [])
+    with _progress() as bar:
+        task = bar.add_task("simulating", total=None)
+
+        def progress(done: int, total: int) -> bool:
+            bar.update(task, completed=done, total=total)
+            return True
+
+        r = simulate(topology, traffic, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed, progress=progress,
+                     **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
+    if flows_out:
+        _write_frame(r.flows, flows_out)
+    if as_json:
+        print(json.dumps({**r.summary_row(), "stages": r.stages.to_dict(orient="records")}, indent=2))
+        return
+    t = Table(title=f"{r.config['scheme']['lb']} / {r.config['scheme']['cc']} / {r.config['scheme']['loss']} on {topology}, {traffic}")
+    for col in ("CCT (us)", "lower bound (us)", "increase", "drops", "ECN marks", "flows"):
+        t.add_column(col, justify="right")
+    t.add_row(f"{r.cct_us:.3f}", f"{r.lower_bound_us:.3f}", f"{100 * r.cct_increase:.2f} %", str(r.summary["data_packets_dropped"]),
+              str(r.summary["ecn_marks"]), str(len(r.flows)))
+    console.print(t)
+    s = Table(title="per stage")
+    for col in ("stage", "ports", "max queue (B)", "mean queue (B)", "utilization", "drops", "ECN marks"):
+        s.add_column(col, justify="right")
+    for row in r.stages.itertuples():
+        s.add_row(row.stage, str(row.ports), str(row.max_queue_bytes), f"{row.mean_queue_bytes:.0f}", f"{row.utilization:.3f}", str(row.drops), str(row.ecn_marks))
+    console.print(s)
+
+
+@net.command("compare")
+def net_compare(
+    topology: Topology = "fat-tree:k=8",
+    traffic: Annotated[Optional[list[str]], typer.Option(help="Traffic matrix; repeat for one chart panel each.")] = None,
+    schemes: Annotated[str, typer.Option(help="Comma-separated scheme presets, or 'all'.")] = "ecmp,host_spray,switch_rr,reps,switch_ar",
+    seeds: Annotated[int, typer.Option(help="Seeds per scheme (1..N); bars show the mean, whiskers min and max.")] = 1,
+    link_gbps: LinkGbps = 800.0,
+    latency_ns: LatencyNs = 500.0,
+    buffer: BufferBytes = "800KB",
+    out: Annotated[Path, typer.Option(help="Output folder: runs.csv, summary.csv, compare.png.")] = Path("runs/compare"),
+) -> None:
+    """Compare schemes (OFAN paper Fig. 1): CCT increase over the lower bound, a table and a PNG chart."""
+    from .compare import compare, plot, summarize
+
+    traffics = traffic or ["all-to-all:size=1MiB", "permutation:size=1MiB"]
+    names = scheme_presets() if schemes == "all" else [s.strip() for s in schemes.split(",") if s.strip()]
+    for name in names:
+        load_scheme_preset(name)  # unknown names fail before any run
+    with _progress() as bar:
+        overall = bar.add_task("runs", total=len(traffics) * len(names) * seeds)
+        current = bar.add_task("", total=None)
+
+        def on_run(t: str, s: str, seed: int):
+            bar.update(current, description=f"{s} | {t} | seed {seed}", completed=0, total=None)
+
+            def progress(done: int, total: int) -> bool:
+                bar.update(current, completed=done, total=total)
+                if done == total:
+                    bar.advance(overall)
+                return True
+
+            return progress
+
+        runs = compare(names, traffics, topology=topology, seeds=list(range(1, seeds + 1)), on_run=on_run,
+                       **_common(link_gbps, latency_ns, buffer))
+    summary = summarize(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(out / "runs.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    png = plot(summary, out / "compare.png", title=f"{topology}, {link_gbps:g} Gbps, {latency_ns:g} ns links, buffer {buffer}")
+    t = Table(title=f"CCT by scheme on {topology} (mean of {seeds} seed(s))")
+    for col in ("traffic", "scheme", "CCT (us)", "lower bound (us)", "increase", "max queue (B)", "drops", "LB state"):
+        t.add_column(col, justify="right")
+    for row in summary.itertuples():
+        t.add_row(row.traffic, row.scheme, f"{row.cct_us:.2f}", f"{row.lower_bound_us:.2f}", f"{row.cct_increase_pct:.2f} %",
+                  str(row.max_queue_bytes), f"{row.drops:.0f}", str(row.lb_state_entries))
+    console.print(t)
+    console.print(f"wrote {out / 'runs.csv'}, {out / 'summary.csv'}, {png}")
+
+
+@net.command("schemes")
+def net_schemes() -> None:
+    """List scheme presets and the registered LB / CC / loss-recovery names."""
+    from .network_backends.packet import scheme_names
+
+    t = Table(title="scheme presets (astra_configs/schemes)")
+    for col in ("preset", "lb", "cc", "loss", "source"):
+        t.add_column(col)
+    for name in scheme_presets():
+        p = load_scheme_preset(name)
+        t.add_row(name, p["lb"], p["cc"], p["loss"], p.get("source", ""))
+    console.print(t)
+    for family, names in scheme_names().items():
+        console.print(f"{family}: {', '.join(names)}")
+
+
+def _parse_params(items: list[str]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        family, dot, name = key.partition(".")
+        if not eq or not dot or family not in ("lb", "cc", "loss"):
+            raise typer.BadParameter(f"expected FAMILY.NAME=VALUE with FAMILY one of lb, cc, loss; got {item!r}", param_hint="--param")
+        try:
+            out.setdefault(family, {})[name] = json.loads(value)
+        except json.JSONDecodeError:
+            out.setdefault(family, {})[name] = value
+    return out
+
+
+def _write_frame(df, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        df.to_parquet(path, index=False)
+    else:
+        df.to_csv(path, index=False)
+
+
+def main() -> None:
+    """Entry point: readable one-line errors instead of tracebacks for bad input."""
+    try:
+        app(standalone_mode=True)
+    except TracefabricError as e:
+        err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)

@@ -1,0 +1,72 @@
+"""tracefabric's exceptions: one class per kind of bad input or failed run, each
+carrying the fields that identify what was wrong."""
+
+from __future__ import annotations
+
+
+class TracefabricError(Exception):
+    """Base class of every error tracefabric raises on purpose."""
+
+
+class ConfigError(TracefabricError, ValueError):
+    """A configuration value is missing, out of range or inconsistent."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownSchemeError(ConfigError):
+    """A scheme or preset name that is not registered."""
+
+    def __init__(self, message: str, family: str, name: str, known: list[str]) -> None:
+        super().__init__(message, field=family)
+        self.family, self.name, self.known = family, name, known
+
+
+class SchemeParamError(ConfigError):
+    """A scheme parameter the scheme does not take, or with a bad value."""
+
+    def __init__(self, message: str, family: str, scheme: str, param: str) -> None:
+        super().__init__(message, field=param)
+        self.family, self.scheme, self.param = family, scheme, param
+
+
+class FlowError(ConfigError):
+    """A flow of the traffic input that cannot be simulated."""
+
+    def __init__(self, message: str, index: int, field: str) -> None:
+        super().__init__(message, field=field)
+        self.index = index
+
+
+class TrafficFileError(ConfigError):
+    """A traffic file (CSV, JSON or htsim connection matrix) that cannot be read."""
+
+    def __init__(self, message: str, path: str, line: int | None, field: str) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}", field=field)
+        self.path, self.line = path, line
+
+
+class SimulationDidNotFinish(TracefabricError, RuntimeError):
+    """The run stopped before every flow completed (limits reached, stuck flows, cancelled)."""
+
+    def __init__(self, message: str, unfinished: int, total: int) -> None:
+        super().__init__(message)
+        self.unfinished, self.total = unfinished, total
+
+
+def from_engine(err: Exception) -> TracefabricError:
+    """Map the Rust engine's EngineError(variant, message, fields) to its Python class."""
+    variant, message, fields = err.args
+    f = dict(fields)
+    if variant == "UnknownScheme":
+        return UnknownSchemeError(message, f["family"], f["name"], f["known"].split(", "))
+    if variant == "BadSchemeParam":
+        return SchemeParamError(message, f["family"], f["scheme"], f["param"])
+    if variant == "BadFlow":
+        return FlowError(message, int(f["index"]), f["field"])
+    if variant == "DidNotFinish":
+        return SimulationDidNotFinish(message, int(f["unfinished"]), int(f["total"]))
+    return ConfigError(message, field=f.get("field", ""))

@@ -1,0 +1,122 @@
+"""Parsing the short specs the CLI and API accept: `fat-tree:k=8`,
+`permutation:size=1MiB,inter_pod=true`, `file:flows.csv`, sizes like `128KiB`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .errors import ConfigError
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+
+
+def parse_size(text: str | int, field: str = "size") -> int:
+    """Bytes from `1048576`, `1MiB`, `800KB`, `4 KiB` (SI and binary prefixes)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+        unit = m.group(2).upper() if m else None
+        if not m or unit not in _UNITS:
+            raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB)", field)
+        value = float(m.group(1)) * _UNITS[unit]
+        if value != int(value):
+            raise ConfigError(f"`{field}`: {text!r} is not a whole number of bytes", field)
+        value = int(value)
+    if value <= 0:
+        raise ConfigError(f"`{field}`: must be > 0 bytes, got {text!r}", field)
+    return value
+
+
+def split_spec(spec: str, what: str) -> tuple[str, dict[str, str]]:
+    """`kind:key=value,key=value` -> (kind, {key: value})."""
+    kind, _, rest = spec.partition(":")
+    kind = kind.strip().lower().replace("_", "-")
+    if not kind:
+        raise ConfigError(f"`{what}`: empty spec {spec!r}", what)
+    if kind == "file":
+        return kind, {"path": rest}
+    params: dict[str, str] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ConfigError(f"`{what}`: expected key=value in {spec!r}, got {item!r}", what)
+        params[key.strip().replace("-", "_")] = value.strip()
+    return kind, params
+
+
+def _int(params: dict[str, str], key: str, what: str, default: int | None = None) -> int:
+    if key not in params:
+        if default is None:
+            raise ConfigError(f"`{what}`: missing `{key}=`", f"{what}.{key}")
+        return default
+    try:
+        return int(params.pop(key))
+    except ValueError:
+        raise ConfigError(f"`{what}.{key}`: expected an integer", f"{what}.{key}") from None
+
+
+def _no_leftovers(params: dict[str, str], what: str, allowed: list[str]) -> None:
+    if params:
+        key = next(iter(params))
+        raise ConfigError(f"`{what}`: unknown parameter `{key}` (expected: {', '.join(allowed)})", f"{what}.{key}")
+
+
+def _bool(value: str, field: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"`{field}`: expected true or false, got {value!r}", field)
+
+
+def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
+    """The engine's topology dict from `fat-tree:k=8` or `leaf-spine:leaves=8,spines=4,...`."""
+    if isinstance(spec, dict):
+        return spec
+    kind, p = split_spec(spec, "topology")
+    if kind == "fat-tree":
+        cfg = {"kind": "fat_tree", "k": _int(p, "k", "topology")}
+        _no_leftovers(p, "topology", ["k"])
+        return cfg
+    if kind == "leaf-spine":
+        cfg: dict[str, Any] = {"kind": "leaf_spine", "leaves": _int(p, "leaves", "topology"), "spines": _int(p, "spines", "topology")}
+        cfg["links_per_pair"] = _int(p, "links_per_pair", "topology", 1)
+        if "hosts_per_leaf" in p:
+            cfg["hosts_per_leaf"] = _int(p, "hosts_per_leaf", "topology")
+        if "oversubscription" in p:
+            try:
+                cfg["oversubscription"] = float(p.pop("oversubscription"))
+            except ValueError:
+                raise ConfigError("`topology.oversubscription`: expected a number", "topology.oversubscription") from None
+        _no_leftovers(p, "topology", ["leaves", "spines", "links_per_pair", "oversubscription", "hosts_per_leaf"])
+        return cfg
+    raise ConfigError(f"`topology`: unknown kind {kind!r} (expected fat-tree or leaf-spine)", "topology")
+
+
+def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
+    """The engine's traffic dict from a spec; `file:PATH` reads a flow list or connection matrix."""
+    if isinstance(spec, dict):
+        return spec
+    kind, p = split_spec(spec, "traffic")
+    if kind == "permutation":
+        cfg = {"kind": "permutation", "bytes": parse_size(p.pop("size", ""), "traffic.size")}
+        if "inter_pod" in p:
+            cfg["inter_pod"] = _bool(p.pop("inter_pod"), "traffic.inter_pod")
+        _no_leftovers(p, "traffic", ["size", "inter_pod"])
+        return cfg
+    if kind in ("all-to-all", "alltoall", "ata"):
+        cfg = {"kind": "all_to_all", "bytes": parse_size(p.pop("size", ""), "traffic.size")}
+        _no_leftovers(p, "traffic", ["size"])
+        return cfg
+    if kind == "incast":
+        cfg = {"kind": "incast", "dst": _int(p, "dst", "traffic", 0), "senders": _int(p, "senders", "traffic"),
+               "bytes": parse_size(p.pop("size", ""), "traffic.size")}
+        _no_leftovers(p, "traffic", ["dst", "senders", "size"])
+        return cfg
+    if kind == "file":
+        from .network_backends.packet.traffic_files import read_traffic_file
+
+        return read_traffic_file(p["path"])
+    raise ConfigError(f"`traffic`: unknown kind {kind!r} (expected permutation, all-to-all, incast or file:PATH)", "traffic")
