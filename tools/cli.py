@@ -34,8 +34,29 @@ def _common(link_gbps: float, latency_ns: float, buffer: str) -> dict:
     return {"link": {"rate_gbps": link_gbps, "latency_ns": latency_ns}, "switch": {"buffer_bytes": parse_size(buffer, "buffer")}}
 
 
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console, transient=False)
+class _LazyProgress(Progress):
+    """A progress display that appears on the engine's first progress report, so bad
+    input fails with a clean one-line error and short runs print nothing extra."""
+
+    def __init__(self) -> None:
+        super().__init__(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console)
+        self._shown = False
+
+    def __enter__(self) -> "_LazyProgress":
+        return self
+
+    def show(self) -> None:
+        if not self._shown:
+            self._shown = True
+            self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self._shown:
+            self.stop()
+
+
+def _progress() -> _LazyProgress:
+    return _LazyProgress()
 
 
 @net.command("run")
@@ -55,18 +76,20 @@ def net_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
-    from .network_backends.packet import simulate
+    from .network_backends.packet import build_config, run_config
 
     params = _parse_params(param or [])
+    cfg = build_config(topology, traffic, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed,
+                       **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
     with _progress() as bar:
         task = bar.add_task("simulating", total=None)
 
         def progress(done: int, total: int) -> bool:
+            bar.show()
             bar.update(task, completed=done, total=total)
             return True
 
-        r = simulate(topology, traffic, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed, progress=progress,
-                     **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
+        r = run_config(cfg, progress=progress)
     if flows_out:
         _write_frame(r.flows, flows_out)
     if as_json:
@@ -112,6 +135,7 @@ def net_compare(
             bar.update(current, description=f"{s} | {t} | seed {seed}", completed=0, total=None)
 
             def progress(done: int, total: int) -> bool:
+                bar.show()
                 bar.update(current, completed=done, total=total)
                 if done == total:
                     bar.advance(overall)
@@ -179,5 +203,5 @@ def main() -> None:
     try:
         app(standalone_mode=True)
     except TracefabricError as e:
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+        print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

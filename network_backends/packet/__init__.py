@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import _core
 from ...astra_configs import load_scheme_preset
-from ...errors import ConfigError, from_engine
+from ...errors import ConfigError, UnknownSchemeError, from_engine
 from ...specs import topology_config, traffic_config
 
 __all__ = ["simulate", "build_config", "PacketResults", "scheme_names"]
@@ -62,6 +62,11 @@ def build_config(
     for name, value in (("lb_params", lb_params), ("cc_params", cc_params), ("loss_params", loss_params)):
         if value:
             sch[name] = {**sch[name], **value}
+    registered = scheme_names()
+    for family in ("lb", "cc", "loss"):
+        if sch[family] not in registered[family]:
+            known = registered[family]
+            raise UnknownSchemeError(f"unknown {family} scheme `{sch[family]}`; expected one of: {', '.join(known)}", family, sch[family], known)
     sw.update(switch or {})
     if not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"`seed`: expected a non-negative integer, got {seed!r}", "seed")

@@ -1,0 +1,104 @@
+"""Bad input gets a one-line error that names the field (issue: packet-level engine, acceptance 5)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tracefabric import ConfigError, FlowError, SchemeParamError, TrafficFileError, UnknownSchemeError
+from tracefabric.network_backends.packet import simulate
+from tracefabric.network_backends.packet.traffic_files import read_traffic_file
+
+
+def test_unknown_scheme_lists_the_known_ones():
+    with pytest.raises(UnknownSchemeError) as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", lb="spray_and_pray")
+    assert e.value.name == "spray_and_pray" and "host_spray" in e.value.known
+    with pytest.raises(UnknownSchemeError, match="unknown scheme preset `nope`"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", scheme="nope")
+
+
+def test_unknown_or_bad_scheme_parameter_names_it():
+    with pytest.raises(SchemeParamError, match="parameter `permute_evry`") as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", lb="switch_rr", lb_params={"permute_evry": 5})
+    assert e.value.param == "permute_evry"
+    with pytest.raises(SchemeParamError, match=r"`quantum1` must be in \[0, 1\]"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", lb="switch_ar", lb_params={"quantum1": 2})
+
+
+@pytest.mark.parametrize("topology,field", [
+    ("fat-tree:k=7", "topology.k"),
+    ("fat-tree:k=0", "topology.k"),
+    ("leaf-spine:leaves=2,spines=3,oversubscription=0.5", "topology.oversubscription"),
+    ("torus:x=4", "topology"),
+    ("fat-tree:k=4,pods=2", "topology.pods"),
+])
+def test_impossible_topology_names_the_field(topology, field):
+    with pytest.raises(ConfigError) as e:
+        simulate(topology, "permutation:size=4KiB")
+    assert e.value.field == field
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("traffic,field", [
+    ({"kind": "flows", "src": [1], "dst": [1], "bytes": [10], "start_ps": [0]}, "dst"),
+    ({"kind": "flows", "src": [1], "dst": [2], "bytes": [0], "start_ps": [0]}, "bytes"),
+    ({"kind": "flows", "src": [99], "dst": [2], "bytes": [10], "start_ps": [0]}, "src"),
+])
+def test_self_addressed_zero_size_and_unknown_hosts_are_refused(traffic, field):
+    with pytest.raises(FlowError) as e:
+        simulate("fat-tree:k=4", traffic)
+    assert e.value.index == 0 and e.value.field == field
+
+
+def test_bad_sizes_and_config_fields():
+    with pytest.raises(ConfigError, match="traffic.size"):
+        simulate("fat-tree:k=4", "permutation:size=12parsecs")
+    with pytest.raises(ConfigError, match="switch.buffer_bytes"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", switch={"buffer_bytes": 100})
+    with pytest.raises(ConfigError, match="unknown field `rate_gbs`"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link={"rate_gbs": 400})
+
+
+@pytest.mark.parametrize("body,line,field", [
+    ("Nodes 16\nConnections 1\n0->3 id 1 start 0 size 4096 trigger 2\n", 3, "trigger"),
+    ("Nodes 16\nConnections 1\nTriggers 1\n0->3 id 1 start 0 size 4096\n", 3, "Triggers"),
+    ("Nodes 16\nConnections 1\n0->3 id 1 start 0 size 4096\nfailure switch_type AGG switch_id 0 link_id 1\n", 4, "failure"),
+    ("Nodes 16\nConnections 1\n0 3 4096\n", 3, "flow"),
+    ("Nodes 16\nConnections 1\n0->3 id 1 start 0\n", 3, "size"),
+    ("Nodes 16\nConnections 1\n0->3 id 1 start 0 size big\n", 3, "size"),
+    ("Nodes 4\nConnections 1\n0->9 id 1 start 0 size 10\n", 3, "Nodes"),
+    ("Nodes 16\nConnections 2\n0->3 id 1 start 0 size 10\n", None, "Connections"),
+])
+def test_malformed_connection_matrix_names_line_and_field(tmp_path, body, line, field):
+    p = tmp_path / "bad.cm"
+    p.write_text(body)
+    with pytest.raises(TrafficFileError) as e:
+        read_traffic_file(p)
+    assert (e.value.line, e.value.field) == (line, field)
+    assert str(p) in str(e.value)
+
+
+def test_csv_and_json_flow_lists(tmp_path):
+    good = tmp_path / "f.csv"
+    good.write_text("src,dst,bytes,start_us\n0,5,8192,1.5\n5,0,4096,0\n")
+    t = read_traffic_file(good)
+    assert t["start_ps"] == [1_500_000, 0] and t["bytes"] == [8192, 4096]
+    bad = tmp_path / "g.csv"
+    bad.write_text("src,dest,bytes\n0,5,10\n")
+    with pytest.raises(TrafficFileError, match="missing column"):
+        read_traffic_file(bad)
+    j = tmp_path / "f.json"
+    j.write_text('[{"src": 0, "dst": 1, "bytes": -5}]')
+    with pytest.raises(TrafficFileError, match="`bytes` must be >= 0") as e:
+        read_traffic_file(j)
+    assert e.value.line == 1
+
+
+def test_cli_prints_one_line_errors_and_exits_2():
+    proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", "net", "run", "--topology", "fat-tree:k=5"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: invalid config field `topology.k`: a k-ary fat tree needs an even k >= 2, got 5"]
