@@ -52,7 +52,7 @@ impl Event {
 /// events land one frame time or one link latency ahead, so pushes are O(1) and
 /// pops touch a heap of a few dozen entries instead of one of every pending timer.
 const BUCKET_BITS: u32 = 10; // 1.024 ns
-const WHEEL: usize = 1 << 15; // horizon ~33.5 us
+const WHEEL: usize = 1 << 12; // horizon ~4.2 us: link latencies; timers go to the overflow heap
 
 type Entry = Reverse<(u64, u64, u64)>;
 

@@ -1,6 +1,9 @@
 //! `switch_rr`: each switch round-robins packets over the next hops of a
 //! destination group, and reshuffles the order every `permute_every` wraparounds
 //! so that switches do not fall into lockstep (OFAN paper Table 2: every 5).
+//! Data and ACKs keep separate pointers (as the OFAN paper's pointer schemes keep one per
+//! size quantum): with one shared pointer, a strict data/ACK alternation would confine
+//! the data to every other next hop.
 
 use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
 use crate::config::Params;
@@ -28,7 +31,7 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let permute_every = p.u64_min("permute_every", 5, 1)? as u32;
     p.finish()?;
     Ok(Box::new(SwitchRr {
-        pointers: (0..init.topo.groups.len()).map(|_| None).collect(),
+        pointers: (0..2 * init.topo.groups.len()).map(|_| None).collect(),
         permute_every,
         rng: derive_rng(init.seed, "lb.switch_rr", 0),
     }))
@@ -39,9 +42,9 @@ impl LoadBalancer for SwitchRr {
         0
     }
 
-    fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
+    fn choose_port(&mut self, view: &SwitchView, hdr: &Header) -> PortId {
         let rng = &mut self.rng;
-        let ptr = self.pointers[view.group as usize].get_or_insert_with(|| {
+        let ptr = self.pointers[2 * view.group as usize + hdr.is_ack as usize].get_or_insert_with(|| {
             let mut order: Vec<u16> = (0..view.candidates.len() as u16).collect();
             order.shuffle(rng);
             Pointer { order, next: 0, wraps: 0 }

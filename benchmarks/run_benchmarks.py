@@ -1,0 +1,61 @@
+"""Packet-engine benchmarks: prints a Markdown table of wall/CPU seconds, peak RSS,
+data packet-hops and events per CPU-second. Each scenario runs in a fresh process
+(so peak RSS is that scenario's), with fixed seeds. Usage:
+
+    python benchmarks/run_benchmarks.py [--only a,b] [--lb host_spray,reps]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+# 800 Gbps links, 1 us per link (issue: packet-level engine, "Performance").
+SCENARIOS = {
+    "a": ("128-host k=8 permutation 1 MiB", {"kind": "fat_tree", "k": 8}, {"kind": "permutation", "bytes": 1 << 20}),
+    "b": ("128-host k=8 permutation 16 MiB", {"kind": "fat_tree", "k": 8}, {"kind": "permutation", "bytes": 16 << 20}),
+    "c": ("128-host all-to-all 128 KiB/pair (16,256 flows)", {"kind": "fat_tree", "k": 8}, {"kind": "all_to_all", "bytes": 128 << 10}),
+    "d": ("1024-host k=16 permutation 1 MiB", {"kind": "fat_tree", "k": 16}, {"kind": "permutation", "bytes": 1 << 20}),
+    "e": ("1024-host k=16 permutation 16 MiB", {"kind": "fat_tree", "k": 16}, {"kind": "permutation", "bytes": 16 << 20}),
+}
+
+CHILD = r"""
+import json, resource, sys, time
+from tracefabric import _core   # the engine only: no pandas in the measured process
+cfg = sys.stdin.read()
+w0, c0 = time.perf_counter(), time.process_time()
+r = _core.simulate_packet(cfg)
+wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "hops": r["data_packet_hops"], "events": r["events"],
+                  "cct_us": r["cct_ps"] / 1e6, "increase": r["cct_ps"] / r["lower_bound_ps"] - 1}))
+"""
+
+
+def run(topology: dict, traffic: dict, lb: str, seed: int = 1) -> dict:
+    cfg = {"topology": topology, "traffic": traffic, "link": {"rate_gbps": 800, "latency_ns": 1000},
+           "scheme": {"lb": lb}, "seed": seed}
+    out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(cfg), capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenario letters")
+    ap.add_argument("--lb", default="host_spray,reps", help="comma-separated LB schemes")
+    args = ap.parse_args()
+    print("| scenario | lb | wall s | CPU s | peak RSS MiB | data pkt-hops | M pkt-hops/CPU-s | M events/CPU-s | CCT us | over bound |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for key in args.only.split(","):
+        name, topo, traffic = SCENARIOS[key]
+        for lb in args.lb.split(","):
+            r = run(topo, traffic, lb)
+            print(f"| ({key}) {name} | {lb} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['rss_mib']:.0f} | {r['hops']:,} | "
+                  f"{r['hops'] / r['cpu'] / 1e6:.2f} | {r['events'] / r['cpu'] / 1e6:.2f} | {r['cct_us']:.1f} | {100 * r['increase']:.1f} % |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
