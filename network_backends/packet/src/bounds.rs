@@ -133,8 +133,7 @@ pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: Ni
 }
 
 /// The lower bound on the completion time of all `flows` (absolute time).
-pub fn cct_lower_bound(cfg: &SimConfig, topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
-    let _ = cfg;
+pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
     let mut bound = Time::ZERO;
     for f in flows {
         bound = bound.max(f.start + single_flow_fct(t, f.bytes, topo.hops_between(f.src, f.dst)));

@@ -50,7 +50,7 @@ impl Event {
 /// the next `WHEEL` buckets go unsorted into their bucket, later ones into an
 /// overflow heap. The bucket being drained is sorted once, then popped from its end. Most
 /// events land one frame time or one link latency ahead, so pushes are O(1) and
-/// pops touch a heap of a few dozen entries instead of one of every pending timer.
+/// pops sort only a few dozen entries per bucket instead of sifting a heap of every timer.
 const BUCKET_BITS: u32 = 10; // 1.024 ns
 const WHEEL: usize = 1 << 12; // horizon ~4.2 us: link latencies; timers go to the overflow heap
 

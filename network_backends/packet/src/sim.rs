@@ -124,7 +124,7 @@ impl Simulation {
         let cc = cc::build(&cfg.scheme.cc, &CcInit { n_flows: specs.len(), line_rate: rate }, &cfg.scheme.cc_params)?;
         let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
         let loss = loss::build(&cfg.scheme.loss, &LossInit { flow_bytes: &bytes, payload_bytes: cfg.packet.payload_bytes }, &cfg.scheme.loss_params)?;
-        let lower_bound = bounds::cct_lower_bound(&cfg, &topo, &specs, &timing);
+        let lower_bound = bounds::cct_lower_bound(&topo, &specs, &timing);
 
         let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
         let ports = topo
