@@ -102,10 +102,11 @@ def net_run(
               str(r.summary["ecn_marks"]), str(len(r.flows)))
     console.print(t)
     s = Table(title="per stage")
-    for col in ("stage", "ports", "max queue (B)", "mean queue (B)", "utilization", "drops", "ECN marks"):
+    for col in ("stage", "ports", "max queue (B)", "mean queue (B)", "utilization", "max link load", "drops", "ECN marks"):
         s.add_column(col, justify="right")
     for row in r.stages.itertuples():
-        s.add_row(row.stage, str(row.ports), str(row.max_queue_bytes), f"{row.mean_queue_bytes:.0f}", f"{row.utilization:.3f}", str(row.drops), str(row.ecn_marks))
+        s.add_row(row.stage, str(row.ports), str(row.max_queue_bytes), f"{row.mean_queue_bytes:.0f}", f"{row.utilization:.3f}",
+                  f"{row.max_link_load:.3f}", str(row.drops), str(row.ecn_marks))
     console.print(s)
 
 
@@ -151,11 +152,11 @@ def net_compare(
     summary.to_csv(out / "summary.csv", index=False)
     png = plot(summary, out / "compare.png", title=f"{topology}, {link_gbps:g} Gbps, {latency_ns:g} ns links, buffer {buffer}")
     t = Table(title=f"CCT by scheme on {topology} (mean of {seeds} seed(s))")
-    for col in ("traffic", "scheme", "CCT (us)", "lower bound (us)", "increase", "max queue (B)", "drops", "LB state"):
+    for col in ("traffic", "scheme", "CCT (us)", "lower bound (us)", "increase", "max queue (B)", "drops", "QPs", "pointers"):
         t.add_column(col, justify="right")
     for row in summary.itertuples():
         t.add_row(row.traffic, row.scheme, f"{row.cct_us:.2f}", f"{row.lower_bound_us:.2f}", f"{row.cct_increase_pct:.2f} %",
-                  str(row.max_queue_bytes), f"{row.drops:.0f}", str(row.lb_state_entries))
+                  str(row.max_queue_bytes), f"{row.drops:.0f}", str(row.queue_pairs), str(row.pointers))
     console.print(t)
     console.print(f"wrote {out / 'runs.csv'}, {out / 'summary.csv'}, {png}")
 

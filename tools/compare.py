@@ -47,7 +47,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         increase_max_pct=("cct_increase_pct", "max"),
         max_queue_bytes=("max_queue_bytes", "max"),
         drops=("drops", "mean"),
-        lb_state_entries=("lb_state_entries", "max"),
+        queue_pairs=("queue_pairs", "max"),
+        pointers=("pointers", "max"),
     ).reset_index()
     return out.sort_values(["traffic", "scheme"], key=lambda c: c.map(order) if c.name == "scheme" else c, kind="stable").reset_index(drop=True)
 

@@ -79,12 +79,15 @@ def build_config(
 
 @dataclass
 class PacketResults:
-    """One run's results: a summary, per-flow and per-stage tables."""
+    """One run's results: a summary, per-flow, per-stage and per-link tables."""
 
     config: dict[str, Any]
     summary: dict[str, Any]
     flows: pd.DataFrame = field(repr=False)
     stages: pd.DataFrame = field(repr=False)
+    #: One row per link direction (output port): owner and peer node ids, stage,
+    #: data and total bytes sent, max queue. Hosts are nodes 0..n_hosts-1.
+    links: pd.DataFrame = field(repr=False)
 
     @property
     def cct_us(self) -> float:
@@ -110,7 +113,8 @@ class PacketResults:
             "cct_us": self.cct_us, "lower_bound_us": self.lower_bound_us, "cct_increase_pct": 100 * self.cct_increase,
             "max_queue_bytes": int(self.stages["max_queue_bytes"].max()),
             "drops": self.summary["data_packets_dropped"], "ecn_marks": self.summary["ecn_marks"],
-            "lb_state_entries": self.summary["lb_state_entries"],
+            "queue_pairs": self.summary["lb_counters"].get("queue_pairs", 0),
+            "pointers": self.summary["lb_counters"].get("pointers", 0),
             "events": self.summary["events"], "data_packet_hops": self.summary["data_packet_hops"],
         }
 
@@ -141,4 +145,5 @@ def run_config(cfg: dict[str, Any], progress: Callable[[int, int], bool | None] 
     flows = pd.DataFrame(raw.pop("flows"))
     flows["fct_us"] = flows["fct_ps"] / 1e6
     stages = pd.DataFrame(raw.pop("stages"))
-    return PacketResults(config=cfg, summary=raw, flows=flows, stages=stages)
+    links = pd.DataFrame(raw.pop("links"))
+    return PacketResults(config=cfg, summary=raw, flows=flows, stages=stages, links=links)

@@ -8,6 +8,11 @@ use std::collections::BTreeMap;
 /// Free-form scheme parameters; each scheme reads and checks its own.
 pub type Params = BTreeMap<String, serde_json::Value>;
 
+/// Frames are at most this large: packets keep sizes in 16 bits to stay small.
+pub const MAX_FRAME_BYTES: u64 = u16::MAX as u64;
+/// See `SimConfig::validate`.
+pub const MAX_TIME_MS: f64 = 100_000.0;
+
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
@@ -161,6 +166,8 @@ impl SimConfig {
         Ok(cfg)
     }
 
+    /// Longest run the engine accepts: event times are 48-bit picoseconds (281 s), and
+    /// a run may drain and time out a little past its limit.
     pub fn validate(&self) -> SimResult<()> {
         let positive = |field: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
@@ -184,6 +191,9 @@ impl SimConfig {
             return Err(config_err("packet.ack_bytes", "must be > 0"));
         }
         let frame = (p.payload_bytes + p.header_bytes) as u64;
+        if frame > MAX_FRAME_BYTES || p.ack_bytes as u64 > MAX_FRAME_BYTES {
+            return Err(config_err("packet.payload_bytes", format!("frames are limited to {MAX_FRAME_BYTES} B (payload + header and ACK)")));
+        }
         if self.switch.buffer_bytes < frame {
             return Err(config_err(
                 "switch.buffer_bytes",
@@ -196,6 +206,9 @@ impl SimConfig {
         }
         positive("limits.rto_us", self.limits.rto_us)?;
         positive("limits.max_time_ms", self.limits.max_time_ms)?;
+        if self.limits.max_time_ms > MAX_TIME_MS || self.limits.rto_us > MAX_TIME_MS * 1e3 {
+            return Err(config_err("limits.max_time_ms", format!("simulated time is limited to {MAX_TIME_MS} ms (and so is limits.rto_us)")));
+        }
         if self.limits.max_timeouts == 0 {
             return Err(config_err("limits.max_timeouts", "must be >= 1"));
         }

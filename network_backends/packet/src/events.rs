@@ -48,22 +48,43 @@ impl Event {
 
 /// A calendar queue: time is cut into buckets of `2^BUCKET_BITS` ps; events within
 /// the next `WHEEL` buckets go unsorted into their bucket, later ones into an
-/// overflow heap. The bucket being drained is sorted once, then popped from its end. Most
-/// events land one frame time or one link latency ahead, so pushes are O(1) and
-/// pops sort only a few dozen entries per bucket instead of sifting a heap of every timer.
-const BUCKET_BITS: u32 = 10; // 1.024 ns
-const WHEEL: usize = 1 << 12; // horizon ~4.2 us: link latencies; timers go to the overflow heap
+/// overflow heap. The bucket being drained is sorted once, then read front to back.
+/// Most events land one frame time (~42 ns) ahead, so pushes are O(1) and pops sort a
+/// few dozen entries per bucket. The horizon is kept short (~0.26 us) on purpose: every
+/// bucket's buffer is rewritten once per turn of the wheel, so a long wheel streams
+/// megabytes through the cache, while the rarer far events (link latency, timers) cost
+/// only a log-sized heap operation on a heap of about one entry per link.
+const BUCKET_BITS: u32 = 8; // 256 ps
+const WHEEL: usize = 1 << 10;
 
-type Entry = Reverse<(u64, u64, u64)>;
+/// One event as a single sortable integer: time (48 bits, ps: up to 281 s),
+/// insertion sequence (45 bits), event kind and id (35 bits).
+type Key = u128;
+const TIME_BITS: u32 = 48;
+const SEQ_BITS: u32 = 45;
+const EVENT_BITS: u32 = 35;
+/// Latest time an event can carry.
+pub const MAX_TIME: Time = Time((1u64 << TIME_BITS) - 1);
+
+#[inline]
+fn key(at: u64, seq: u64, ev: u64) -> Key {
+    (at as u128) << (SEQ_BITS + EVENT_BITS) | (seq as u128) << EVENT_BITS | ev as u128
+}
+
+#[inline]
+fn key_time(k: Key) -> u64 {
+    (k >> (SEQ_BITS + EVENT_BITS)) as u64
+}
 
 pub struct EventQueue {
-    /// Events of the bucket being drained, sorted latest first.
-    current: Vec<(u64, u64, u64)>,
+    /// Events of the bucket being drained, sorted; `next` indexes the first not yet popped.
+    current: Vec<Key>,
+    next: usize,
     /// Index of the bucket being drained (absolute: time >> BUCKET_BITS).
     cur_bucket: u64,
-    wheel: Vec<Vec<Entry>>,
+    wheel: Vec<Vec<Key>>,
     in_wheel: usize,
-    overflow: BinaryHeap<Entry>,
+    overflow: BinaryHeap<Reverse<Key>>,
     seq: u64,
     popped: u64,
 }
@@ -72,6 +93,7 @@ impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             current: Vec::new(),
+            next: 0,
             cur_bucket: 0,
             wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
             in_wheel: 0,
@@ -85,36 +107,40 @@ impl Default for EventQueue {
 impl EventQueue {
     #[inline]
     pub fn push(&mut self, at: Time, ev: Event) {
-        let entry = Reverse((at.0, self.seq, ev.pack()));
+        // Callers keep times below MAX_TIME (config validation bounds max_time_ms).
+        debug_assert!(at <= MAX_TIME && self.seq < 1 << SEQ_BITS);
+        let k = key(at.0, self.seq, ev.pack());
         self.seq += 1;
         let b = at.0 >> BUCKET_BITS;
         if b <= self.cur_bucket {
             // Rare (an event less than a bucket ahead): keep `current` sorted.
-            let key = entry.0;
-            let at = self.current.partition_point(|e| *e > key);
-            self.current.insert(at, key);
+            let at = self.next + self.current[self.next..].partition_point(|&e| e < k);
+            self.current.insert(at, k);
         } else if b < self.cur_bucket + WHEEL as u64 {
-            self.wheel[b as usize % WHEEL].push(entry);
+            self.wheel[b as usize % WHEEL].push(k);
             self.in_wheel += 1;
         } else {
-            self.overflow.push(entry);
+            self.overflow.push(Reverse(k));
         }
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        if self.current.is_empty() && !self.advance() {
+        if self.next == self.current.len() && !self.advance() {
             return None;
         }
-        let (t, _, packed) = self.current.pop()?;
+        let k = self.current[self.next];
+        self.next += 1;
         self.popped += 1;
-        Some((Time(t), Event::unpack(packed)))
+        Some((Time(key_time(k)), Event::unpack(k as u64 & ((1 << EVENT_BITS) - 1))))
     }
 
     /// Move to the next bucket that holds events; false if there are none at all.
     fn advance(&mut self) -> bool {
+        self.current.clear();
+        self.next = 0;
         loop {
-            let next_overflow = self.overflow.peek().map(|Reverse((t, _, _))| t >> BUCKET_BITS);
+            let next_overflow = self.overflow.peek().map(|&Reverse(k)| key_time(k) >> BUCKET_BITS);
             if self.in_wheel == 0 {
                 // Nothing within the horizon: jump straight to the next far event.
                 match next_overflow {
@@ -126,16 +152,17 @@ impl EventQueue {
             }
             let slot = &mut self.wheel[self.cur_bucket as usize % WHEEL];
             self.in_wheel -= slot.len();
-            self.current.extend(slot.drain(..).map(|Reverse(k)| k));
-            while let Some(&Reverse((t, _, _))) = self.overflow.peek() {
-                if t >> BUCKET_BITS > self.cur_bucket {
+            self.current.append(slot);
+            while let Some(&Reverse(k)) = self.overflow.peek() {
+                if key_time(k) >> BUCKET_BITS > self.cur_bucket {
                     break;
                 }
-                let Reverse(k) = self.overflow.pop().expect("peeked");
+                self.overflow.pop();
                 self.current.push(k);
             }
             if !self.current.is_empty() {
-                self.current.sort_unstable_by(|a, b| b.cmp(a));
+                // Pushes arrive in sequence order, so buckets are often nearly sorted already.
+                self.current.sort_unstable();
                 return true;
             }
         }

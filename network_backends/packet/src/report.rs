@@ -32,12 +32,29 @@ pub struct StageStats {
     pub utilization: f64,
     pub drops: u64,
     pub ecn_marks: u64,
+    /// Data bytes carried by the busiest link of the stage over the stage's mean
+    /// (1.0: perfectly balanced; the OFAN paper's Fig. 7 plots this minus one).
+    pub max_link_load: f64,
+}
+
+/// One direction of one link: the output port of `owner` towards `peer`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkResult {
+    pub owner: u32,
+    pub peer: u32,
+    pub stage: String,
+    /// Data frame bytes sent (headers included), ACKs excluded.
+    pub data_bytes: u64,
+    /// All frame bytes sent.
+    pub bytes: u64,
+    pub max_queue_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub flows: Vec<FlowResult>,
     pub stages: Vec<StageStats>,
+    pub links: Vec<LinkResult>,
     /// Collective completion time: last ACK received minus first flow start.
     pub cct_ps: u64,
     /// The lower bound on the CCT for this traffic on this fabric.
@@ -53,7 +70,8 @@ pub struct Report {
     pub ecn_marks: u64,
     /// Packets still alive after the run drained (always 0: checked by tests).
     pub packets_alive_at_end: u64,
-    pub lb_state_entries: u64,
+    /// Named counts of the load balancer's state (`queue_pairs`, `pointers`, ...).
+    pub lb_counters: Vec<(String, u64)>,
     /// Order-sensitive hash of every flow's outcome: equal digests, identical runs.
     pub digest: u64,
 }

@@ -1,12 +1,13 @@
 //! The discrete-event engine: hosts with one NIC, switches with per-port output
-//! queues, links with propagation delay. Packets live in an arena and move by index.
+//! queues, links with propagation delay. Packets move by value (32 bytes) through
+//! the link and queue FIFOs of the ports, so a hop touches only the ports it crosses.
 //!
 //! Life of a data packet: the sending host's NIC pulls it from a flow (round-robin
 //! over the host's active flows, ACKs first) -> it serializes onto the link ->
 //! each switch picks an output port (one shortest-path next hop, chosen by the LB
 //! scheme when there are several) and queues it (drop-tail, RED/ECN at dequeue,
-//! ACKs in a high-priority queue) -> at the destination it turns into an ACK in
-//! place (no allocation) that carries its entropy and ECN mark back.
+//! ACKs in a high-priority queue) -> at the destination it turns into an ACK
+//! that carries its entropy and ECN mark back.
 
 use crate::bounds;
 use crate::cc::{self, CcInit, CongestionControl};
@@ -15,7 +16,7 @@ use crate::error::{SimError, SimResult};
 use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
 use crate::loss::{self, LossInit, LossRecovery};
-use crate::report::{FlowResult, Report, StageStats};
+use crate::report::{FlowResult, LinkResult, Report, StageStats};
 use crate::rng::{derive_rng, derive_seed, Rng};
 use crate::topology::Topology;
 use crate::traffic::{self, FlowSpec};
@@ -25,23 +26,27 @@ use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Packet {
+    sent_at: Time,
     flow: u32,
     seq: u32,
+    /// The label switches route on (ECMP hash input or source-routed path id).
     entropy: u32,
-    src: u32,
+    /// The data packet's entropy, echoed back to the sender by its ACK.
+    echo: u32,
+    /// Destination host (for an ACK, the data sender).
     dst: u32,
-    payload: u32,
-    wire: u32,
-    sent_at: Time,
+    /// Frame size on the wire (config validation keeps frames within 16 bits).
+    wire: u16,
     is_ack: bool,
     ecn: bool,
 }
 
 struct PortRt {
-    q_hi: VecDeque<u32>,
-    q_lo: VecDeque<u32>,
-    /// Frames on the wire, oldest first; only the oldest has a pending event.
-    wire: VecDeque<(Time, u32)>,
+    q_hi: VecDeque<Packet>,
+    q_lo: VecDeque<Packet>,
+    /// Frames on the wire with their arrival times, oldest first; only the oldest
+    /// has a pending event.
+    wire: VecDeque<(Time, Packet)>,
     /// The port is serializing (frame + gap) until then.
     busy_until: Time,
     /// A PortFree event is pending (only scheduled when someone waits for the port).
@@ -55,6 +60,8 @@ struct PortRt {
     queue_area: u128,
     last_change: Time,
     tx_bytes: u64,
+    /// Data frame bytes sent (link load for the per-stage balance metrics).
+    data_tx_bytes: u64,
     drops: u64,
     marks: u64,
 }
@@ -85,8 +92,8 @@ pub struct Simulation {
     ports: Vec<PortRt>,
     queued: Vec<u64>,
     hosts: Vec<HostRt>,
-    pkts: Vec<Packet>,
-    free: Vec<u32>,
+    /// Packets in flight or queued (a packet and the ACK it turns into count once).
+    live_packets: u64,
     events: EventQueue,
     lb: Box<dyn LoadBalancer>,
     cc: Box<dyn CongestionControl>,
@@ -98,6 +105,8 @@ pub struct Simulation {
     draining: bool,
     rto: Dur,
     lower_bound: Time,
+    /// Earliest requested flow start: CCTs count from here.
+    requested_start: Time,
     error: Option<SimError>,
     data_hops: u64,
     bytes_sent: u64,
@@ -116,15 +125,25 @@ impl Simulation {
         let rate = Rate::from_gbps(cfg.link.rate_gbps);
         let latency = Dur::from_ns_f64(cfg.link.latency_ns);
         let topo = Topology::build(&cfg.topology, rate, latency)?;
-        let specs = traffic::generate(&cfg.traffic, &topo, cfg.seed)?;
+        let mut specs = traffic::generate(&cfg.traffic, &topo, cfg.seed)?;
+        let max_time = Time((cfg.limits.max_time_ms * 1e9).round() as u64);
+        if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| f.start > max_time) {
+            return Err(SimError::BadFlow { index: i, field: "start_ps", message: format!("starts at {} ps, after limits.max_time_ms = {}", f.start.0, cfg.limits.max_time_ms) });
+        }
         let infos: Vec<FlowInfo> = specs.iter().map(|f| FlowInfo { src: f.src, dst: f.dst, bytes: f.bytes }).collect();
         let timing = bounds::FrameTiming::from_config(&cfg);
         let bdp_packets = timing.bdp_packets(topo.diameter_hops);
-        let lb = lb::build(&cfg.scheme.lb, &LbInit { topo: &topo, flows: &infos, seed: cfg.seed, bdp_packets }, &cfg.scheme.lb_params)?;
+        let mut lb = lb::build(&cfg.scheme.lb, &LbInit { topo: &topo, flows: &infos, seed: cfg.seed, bdp_packets }, &cfg.scheme.lb_params)?;
+        // The lower bound counts from the requested start times; a scheme that delays
+        // starts (e.g. Ethereal's jitter) pays for it in its CCT.
+        let lower_bound = bounds::cct_lower_bound(&topo, &specs, &timing);
+        let requested_start = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        for (i, f) in specs.iter_mut().enumerate() {
+            f.start = f.start + lb.start_delay(i as u32);
+        }
         let cc = cc::build(&cfg.scheme.cc, &CcInit { n_flows: specs.len(), line_rate: rate }, &cfg.scheme.cc_params)?;
         let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
         let loss = loss::build(&cfg.scheme.loss, &LossInit { flow_bytes: &bytes, payload_bytes: cfg.packet.payload_bytes }, &cfg.scheme.loss_params)?;
-        let lower_bound = bounds::cct_lower_bound(&topo, &specs, &timing);
 
         let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
         let ports = topo
@@ -144,6 +163,7 @@ impl Simulation {
                 queue_area: 0,
                 last_change: Time::ZERO,
                 tx_bytes: 0,
+                data_tx_bytes: 0,
                 drops: 0,
                 marks: 0,
             })
@@ -169,8 +189,7 @@ impl Simulation {
             ecn_rng: derive_rng(cfg.seed, "switch.ecn", 0),
             hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),
             queued: vec![0; n_ports],
-            pkts: Vec::with_capacity(1 << 16),
-            free: Vec::new(),
+            live_packets: 0,
             events: EventQueue::default(),
             now: Time::ZERO,
             done: 0,
@@ -191,6 +210,7 @@ impl Simulation {
             loss,
             salts,
             lower_bound,
+            requested_start,
         })
     }
 
@@ -288,18 +308,18 @@ impl Simulation {
             let entropy = self.lb.entropy(f, send.seq, self.now);
             let spec = self.flows[f as usize].spec;
             let wire = send.payload + self.cfg.packet.header_bytes;
-            let pkt = self.alloc(Packet {
+            let pkt = Packet {
                 flow: f,
                 seq: send.seq,
                 entropy,
-                src: spec.src,
+                echo: entropy,
                 dst: spec.dst,
-                payload: send.payload,
-                wire,
+                wire: wire as u16,
                 sent_at: self.now,
                 is_ack: false,
                 ecn: false,
-            });
+            };
+            self.live_packets += 1;
             let now = self.now;
             let gap = self.cc.pacing_gap(f, wire);
             let flow = &mut self.flows[f as usize];
@@ -327,28 +347,29 @@ impl Simulation {
         }
     }
 
-    fn host_receive(&mut self, h: u32, pkt: u32) {
-        let p = self.pkts[pkt as usize];
+    fn payload(&self, p: &Packet) -> u64 {
+        (p.wire as u32 - self.cfg.packet.header_bytes) as u64
+    }
+
+    fn host_receive(&mut self, h: u32, p: Packet) {
         if !p.is_ack {
-            self.bytes_delivered += p.payload as u64;
-            // The data packet becomes its own ACK: same slot, entropy and ECN mark echoed.
-            let ack = &mut self.pkts[pkt as usize];
-            ack.is_ack = true;
-            ack.wire = self.cfg.packet.ack_bytes;
-            ack.src = p.dst;
-            ack.dst = p.src;
+            self.bytes_delivered += self.payload(&p);
+            // The data packet becomes its own ACK, echoing its entropy and ECN mark.
+            let entropy = self.lb.ack_entropy(p.flow, p.entropy, self.now);
+            let src = self.flows[p.flow as usize].spec.src;
+            let ack = Packet { is_ack: true, wire: self.cfg.packet.ack_bytes as u16, dst: src, entropy, ..p };
             let port = self.topo.host_port[h as usize] as usize;
-            self.ports[port].q_hi.push_back(pkt);
+            self.ports[port].q_hi.push_back(ack);
             self.host_try_send(h);
             return;
         }
-        self.release(pkt);
+        self.live_packets -= 1;
         let f = p.flow;
         if self.draining || self.flows[f as usize].finish.is_some() {
             return;
         }
         let outcome = self.loss.on_ack(f, p.seq, self.now);
-        self.lb.on_ack(f, p.entropy, p.ecn, self.now);
+        self.lb.on_ack(f, p.echo, p.ecn, self.now);
         self.cc.on_ack(f, outcome.newly_acked, p.ecn, self.now - p.sent_at, self.now);
         if outcome.newly_acked > 0 {
             self.flows[f as usize].timeouts_in_a_row = 0;
@@ -409,9 +430,9 @@ impl Simulation {
 
     // ---- ports, links, switches ---------------------------------------------
 
-    fn transmit(&mut self, port: usize, pkt: u32) {
+    fn transmit(&mut self, port: usize, pkt: Packet) {
         let p = &mut self.ports[port];
-        let wire = self.pkts[pkt as usize].wire as u64;
+        let wire = pkt.wire as u64;
         let ser = p.rate.serialization(wire);
         let arrive = self.now + ser + p.arrive_delay;
         if p.wire.is_empty() {
@@ -420,8 +441,9 @@ impl Simulation {
         p.wire.push_back((arrive, pkt));
         p.busy_until = self.now + ser + p.gap;
         p.tx_bytes += wire;
-        if !self.pkts[pkt as usize].is_ack {
+        if !pkt.is_ack {
             self.data_hops += 1;
+            p.data_tx_bytes += wire;
         }
     }
 
@@ -457,8 +479,7 @@ impl Simulation {
         }
     }
 
-    fn switch_receive(&mut self, node: u32, pkt: u32) {
-        let p = self.pkts[pkt as usize];
+    fn switch_receive(&mut self, node: u32, p: Packet) {
         let dst_edge = self.topo.host_edge[p.dst as usize];
         let out = if dst_edge == node {
             self.topo.host_down_port[p.dst as usize]
@@ -477,15 +498,14 @@ impl Simulation {
                     buffer_bytes: self.cfg.switch.buffer_bytes,
                     salt: self.salts[node as usize],
                 };
-                let hdr = Header { flow: p.flow, src: p.src, dst: p.dst, entropy: p.entropy, is_ack: p.is_ack, wire_bytes: p.wire };
+                let hdr = Header { flow: p.flow, dst: p.dst, entropy: p.entropy, is_ack: p.is_ack, wire_bytes: p.wire as u32 };
                 self.lb.choose_port(&view, &hdr)
             }
         };
-        self.enqueue(out as usize, pkt);
+        self.enqueue(out as usize, p);
     }
 
-    fn enqueue(&mut self, port: usize, pkt: u32) {
-        let p = self.pkts[pkt as usize];
+    fn enqueue(&mut self, port: usize, p: Packet) {
         let wire = p.wire as u64;
         if self.queued[port] + wire > self.cfg.switch.buffer_bytes {
             self.ports[port].drops += 1;
@@ -493,33 +513,32 @@ impl Simulation {
                 self.acks_dropped += 1;
             } else {
                 self.pkts_dropped += 1;
-                self.bytes_dropped += p.payload as u64;
+                self.bytes_dropped += self.payload(&p);
             }
-            self.release(pkt);
+            self.live_packets -= 1;
             return;
         }
         let port_rt = &self.ports[port];
         if port_rt.busy_until <= self.now && port_rt.q_hi.is_empty() && port_rt.q_lo.is_empty() {
-            self.transmit(port, pkt); // straight through an idle port: no queue, no mark
+            self.transmit(port, p); // straight through an idle port: no queue, no mark
             return;
         }
         self.wake_port(port);
         if p.is_ack {
-            self.ports[port].q_hi.push_back(pkt);
+            self.ports[port].q_hi.push_back(p);
         } else {
-            self.ports[port].q_lo.push_back(pkt);
+            self.ports[port].q_lo.push_back(p);
         }
         self.set_queued(port, self.queued[port] + wire);
     }
 
     fn switch_dequeue(&mut self, port: usize) {
         let rt = &mut self.ports[port];
-        let Some(pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else { return };
-        let wire = self.pkts[pkt as usize].wire as u64;
-        let left = self.queued[port] - wire;
+        let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else { return };
+        let left = self.queued[port] - pkt.wire as u64;
         self.set_queued(port, left);
-        if !self.pkts[pkt as usize].is_ack && self.cfg.switch.ecn && self.red_marks(left) {
-            self.pkts[pkt as usize].ecn = true;
+        if !pkt.is_ack && self.cfg.switch.ecn && self.red_marks(left) {
+            pkt.ecn = true;
             self.ports[port].marks += 1;
         }
         self.transmit(port, pkt);
@@ -557,29 +576,18 @@ impl Simulation {
         rt.queue_area + self.queued[port] as u128 * (t - rt.last_change).0 as u128
     }
 
-    // ---- packet arena --------------------------------------------------------
-
-    fn alloc(&mut self, p: Packet) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.pkts[i as usize] = p;
-                i
-            }
-            None => {
-                self.pkts.push(p);
-                (self.pkts.len() - 1) as u32
-            }
-        }
-    }
-
-    fn release(&mut self, pkt: u32) {
-        self.free.push(pkt);
-    }
-
     // ---- results ---------------------------------------------------------------
 
+    fn lb_counters(&self) -> Vec<(String, u64)> {
+        let mut c: Vec<(String, u64)> = self.lb.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        if !c.iter().any(|(k, _)| k == "queue_pairs") {
+            c.insert(0, ("queue_pairs".to_string(), self.flows.len() as u64));
+        }
+        c
+    }
+
     fn report(self, completed_at: Time, areas: &[u128]) -> Report {
-        let first_start = self.flows.iter().map(|f| f.spec.start).min().unwrap_or(Time::ZERO);
+        let first_start = self.requested_start;
         let flows: Vec<FlowResult> = self
             .flows
             .iter()
@@ -599,6 +607,7 @@ impl Simulation {
         let mut stages: BTreeMap<String, StageStats> = BTreeMap::new();
         let mut area_sum: BTreeMap<String, f64> = BTreeMap::new();
         let mut cap_sum: BTreeMap<String, f64> = BTreeMap::new();
+        let mut data_sum: BTreeMap<String, f64> = BTreeMap::new();
         for (i, rt) in self.ports.iter().enumerate() {
             let name = self.topo.stage_name(i as u32);
             let s = stages.entry(name.clone()).or_insert_with(|| StageStats {
@@ -609,18 +618,23 @@ impl Simulation {
                 utilization: 0.0,
                 drops: 0,
                 ecn_marks: 0,
+                max_link_load: 0.0,
             });
             s.ports += 1;
             s.max_queue_bytes = s.max_queue_bytes.max(rt.max_queue);
             s.drops += rt.drops;
             s.ecn_marks += rt.marks;
             *area_sum.entry(name.clone()).or_default() += areas[i] as f64;
+            *data_sum.entry(name.clone()).or_default() += rt.data_tx_bytes as f64;
+            s.max_link_load = s.max_link_load.max(rt.data_tx_bytes as f64);
             s.utilization += rt.tx_bytes as f64 * 8.0;
             *cap_sum.entry(name).or_default() += rt.rate.bps() as f64 * span / 1e12;
         }
         for s in stages.values_mut() {
             s.mean_queue_bytes = area_sum[&s.name] / (s.ports as f64 * span);
             s.utilization /= cap_sum[&s.name];
+            let mean = data_sum[&s.name] / s.ports as f64;
+            s.max_link_load = if mean > 0.0 { s.max_link_load / mean } else { 0.0 };
         }
         let mut digest = 0xcbf2_9ce4_8422_2325u64;
         for f in &flows {
@@ -628,7 +642,17 @@ impl Simulation {
                 digest = crate::rng::mix64(digest ^ x);
             }
         }
-        let live = (self.pkts.len() - self.free.len()) as u64;
+        let live = self.live_packets;
+        let links = (self.ports.iter().enumerate())
+            .map(|(i, rt)| LinkResult {
+                owner: self.topo.ports[i].owner,
+                peer: rt.peer,
+                stage: self.topo.stage_name(i as u32),
+                data_bytes: rt.data_tx_bytes,
+                bytes: rt.tx_bytes,
+                max_queue_bytes: rt.max_queue,
+            })
+            .collect();
         Report {
             cct_ps: (completed_at - first_start).0,
             lower_bound_ps: (self.lower_bound - first_start).0,
@@ -641,8 +665,9 @@ impl Simulation {
             acks_dropped: self.acks_dropped,
             ecn_marks: self.ports.iter().map(|p| p.marks).sum(),
             packets_alive_at_end: live,
-            lb_state_entries: self.lb.state_entries(),
+            lb_counters: self.lb_counters(),
             stages: stages.into_values().collect(),
+            links,
             digest: crate::rng::mix64(digest ^ self.events.processed()),
             flows,
         }

@@ -77,10 +77,20 @@ fn simulate_packet(py: Python<'_>, config_json: &str, progress: Option<PyObject>
             d.set_item("utilization", s.utilization)?;
             d.set_item("drops", s.drops)?;
             d.set_item("ecn_marks", s.ecn_marks)?;
+            d.set_item("max_link_load", s.max_link_load)?;
             Ok(d)
         })
         .collect::<PyResult<_>>()?;
     out.set_item("stages", stages)?;
+    let links = PyDict::new(py);
+    let lcol = |f: &dyn Fn(&tracefabric_packet::report::LinkResult) -> u64| report.links.iter().map(f).collect::<Vec<u64>>();
+    links.set_item("owner", lcol(&|l| l.owner as u64))?;
+    links.set_item("peer", lcol(&|l| l.peer as u64))?;
+    links.set_item("stage", report.links.iter().map(|l| l.stage.as_str()).collect::<Vec<&str>>())?;
+    links.set_item("data_bytes", lcol(&|l| l.data_bytes))?;
+    links.set_item("bytes", lcol(&|l| l.bytes))?;
+    links.set_item("max_queue_bytes", lcol(&|l| l.max_queue_bytes))?;
+    out.set_item("links", links)?;
     out.set_item("cct_ps", report.cct_ps)?;
     out.set_item("lower_bound_ps", report.lower_bound_ps)?;
     out.set_item("events", report.events)?;
@@ -92,7 +102,11 @@ fn simulate_packet(py: Python<'_>, config_json: &str, progress: Option<PyObject>
     out.set_item("acks_dropped", report.acks_dropped)?;
     out.set_item("ecn_marks", report.ecn_marks)?;
     out.set_item("packets_alive_at_end", report.packets_alive_at_end)?;
-    out.set_item("lb_state_entries", report.lb_state_entries)?;
+    let counters = PyDict::new(py);
+    for (k, v) in &report.lb_counters {
+        counters.set_item(k, v)?;
+    }
+    out.set_item("lb_counters", counters)?;
     out.set_item("digest", report.digest)?;
     Ok(out.into_any().unbind())
 }

@@ -5,11 +5,26 @@
 //!   and learns from ACKs (ECN echo, entropy) and timeouts;
 //! - at each switch with more than one shortest-path next hop, it picks the output
 //!   port. The default is ECMP: a hash of the 5-tuple and the entropy.
-//! Schemes keep their own per-flow and per-switch state in flat vectors.
+//! The receiving host may give an ACK its own entropy (source-routed schemes send
+//! ACKs back on a path of their choosing); the data packet's entropy is echoed to
+//! the sender either way. Schemes keep their own per-flow and per-switch state.
+//! Adding a scheme means adding a file here and a line to `REGISTRY`; the engine
+//! never names a scheme.
 
+mod drill;
 mod ecmp;
+mod ethereal;
+mod host_dr;
 mod host_spray;
+mod jsq;
+mod letflow;
+mod ofan;
+mod paralet;
+mod plb;
 mod reps;
+mod rsq;
+mod source_route;
+mod subflow;
 mod switch_ar;
 mod switch_rr;
 
@@ -17,7 +32,7 @@ use crate::config::Params;
 use crate::error::{SimError, SimResult};
 use crate::rng::mix64;
 use crate::topology::{GroupId, NodeId, PortId, Topology};
-use crate::units::Time;
+use crate::units::{Dur, Time};
 
 pub type FlowId = u32;
 
@@ -29,11 +44,11 @@ pub struct FlowInfo {
     pub bytes: u64,
 }
 
-/// The header fields a switch sees.
+/// The header fields a switch sees. The flow id stands for the 5-tuple.
 #[derive(Clone, Copy, Debug)]
 pub struct Header {
     pub flow: FlowId,
-    pub src: u32,
+    /// Destination host (for an ACK, the data sender).
     pub dst: u32,
     pub entropy: u32,
     pub is_ack: bool,
@@ -67,29 +82,75 @@ pub trait LoadBalancer: Send {
     /// Entropy for the next data packet of `flow` (its sequence number is `seq`).
     fn entropy(&mut self, flow: FlowId, seq: u32, now: Time) -> u32;
 
-    /// An ACK came back carrying the entropy its data packet used and the ECN echo.
+    /// Entropy of the ACK the receiver returns for a data packet that arrived with
+    /// `data_entropy`. By default the ACK reuses it, so it hashes like its data packet.
+    fn ack_entropy(&mut self, _flow: FlowId, data_entropy: u32, _now: Time) -> u32 {
+        data_entropy
+    }
+
+    /// An ACK came back echoing the entropy its data packet used, and its ECN mark.
     fn on_ack(&mut self, _flow: FlowId, _entropy: u32, _ecn: bool, _now: Time) {}
 
     /// The flow's retransmission timer fired.
     fn on_timeout(&mut self, _flow: FlowId, _now: Time) {}
+
+    /// Delay added to the flow's start time (asked once per flow, before the run).
+    fn start_delay(&mut self, _flow: FlowId) -> Dur {
+        Dur(0)
+    }
 
     /// Output port among `view.candidates` (called only when there are two or more).
     fn choose_port(&mut self, view: &SwitchView, hdr: &Header) -> PortId {
         view.candidates[ecmp_index(view.salt, hdr, view.candidates.len())]
     }
 
-    /// Pieces of LB state this run used (per-flow labels, pointers, counters), for reports.
-    fn state_entries(&self) -> u64 {
-        0
+    /// Named counts of the state the scheme used, for reports: `queue_pairs` (host
+    /// connections, as the Ethereal paper counts them; the engine reports one per flow
+    /// when a scheme does not say), `pointers` (round-robin pointers, as the OFAN paper
+    /// counts them), and scheme-specific ones.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
 
-/// ECMP: hash of (src, dst, src port = flow id, entropy), salted per switch.
+/// ECMP: hash of (5-tuple = flow id and direction, entropy), salted per switch.
 #[inline]
 pub fn ecmp_index(salt: u64, hdr: &Header, n: usize) -> usize {
-    let (a, b) = if hdr.is_ack { (hdr.dst, hdr.src) } else { (hdr.src, hdr.dst) };
-    let key = ((a as u64) << 32 | b as u64) ^ mix64((hdr.flow as u64) << 32 | hdr.entropy as u64);
+    let key = mix64((hdr.flow as u64) << 33 | (hdr.is_ack as u64) << 32 | hdr.entropy as u64);
     (mix64(key ^ salt) % n as u64) as usize
+}
+
+/// A round-robin pointer over `n` ports: a random start and a random traversal
+/// order (OFAN §7), advanced by one per packet.
+pub struct Pointer {
+    order: Vec<u16>,
+    next: u16,
+}
+
+impl Pointer {
+    pub fn random(n: usize, rng: &mut crate::rng::Rng) -> Pointer {
+        use rand::seq::SliceRandom;
+        use rand::Rng as _;
+        let mut order: Vec<u16> = (0..n as u16).collect();
+        order.shuffle(rng);
+        Pointer { next: rng.gen_range(0..n as u16), order }
+    }
+
+    /// The index to use now; `true` in the second value when the pointer wrapped around.
+    pub fn advance(&mut self) -> (usize, bool) {
+        let i = self.order[self.next as usize] as usize;
+        self.next += 1;
+        let wrapped = self.next as usize == self.order.len();
+        if wrapped {
+            self.next = 0;
+        }
+        (i, wrapped)
+    }
+
+    pub fn reshuffle(&mut self, rng: &mut crate::rng::Rng) {
+        use rand::seq::SliceRandom;
+        self.order.shuffle(rng);
+    }
 }
 
 type Factory = fn(&LbInit, &Params) -> SimResult<Box<dyn LoadBalancer>>;
@@ -101,6 +162,17 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("switch_rr", switch_rr::build),
     ("reps", reps::build),
     ("switch_ar", switch_ar::build),
+    ("subflow", subflow::build),
+    ("plb", plb::build),
+    ("simple_rr", switch_rr::build_simple),
+    ("jsq", jsq::build),
+    ("rsq", rsq::build),
+    ("host_dr", host_dr::build),
+    ("ofan", ofan::build),
+    ("ethereal", ethereal::build),
+    ("paralet", paralet::build),
+    ("letflow", letflow::build),
+    ("drill", drill::build),
 ];
 
 pub fn names() -> Vec<&'static str> {

@@ -55,7 +55,7 @@ impl LoadBalancer for Reps {
         self.flows[flow as usize].cached_entropy = cached;
     }
 
-    fn state_entries(&self) -> u64 {
-        self.flows.len() as u64
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("entropy_caches", self.flows.len() as u64)]
     }
 }

@@ -1,0 +1,132 @@
+//! `ethereal` (Ethereal paper §3, Algorithm 1): single-path flows with source
+//! routing, balanced by construction. For every source host and destination edge
+//! switch (leaf) with n flows over s paths, each path gets floor(n/s) whole flows;
+//! only the r = n mod s remaining flows are split, each into s/g subflows
+//! (g = gcd(r, s)), and every path gets r/g of those. By Theorem 1 every path then
+//! carries exactly f*n/s, with r*(s-g)/g extra flows. Flows start after a small
+//! random jitter (against repetitive incasts). A flow timeout moves the flow's
+//! subflows to random paths not marked bad, and marks the old ones bad for
+//! `bad_path_reset_us`. Subflows take turns packet by packet, so each carries an
+//! equal share of the flow (to one packet).
+
+use super::source_route::SourceRoutes;
+use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
+use crate::config::Params;
+use crate::error::SimResult;
+use crate::params::ParamReader;
+use crate::rng::{derive_rng, Rng};
+use crate::topology::PortId;
+use crate::units::{Dur, Time, PS_PER_US};
+use rand::seq::SliceRandom;
+use rand::Rng as _;
+use std::collections::{BTreeMap, HashMap};
+
+pub struct Ethereal {
+    routes: SourceRoutes,
+    /// Per flow: the path id of each of its subflows (one for an unsplit flow).
+    paths: Vec<Vec<u32>>,
+    /// Per flow: its source host and number of paths to its destination.
+    src_and_paths: Vec<(u32, u32)>,
+    extra_flows: u64,
+    jitter_ps: u64,
+    reset: Dur,
+    /// (source host, path id) -> bad until.
+    bad: HashMap<(u32, u32), Time>,
+    reroutes: u64,
+    rng: Rng,
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
+    let mut p = ParamReader::new("lb", "ethereal", params);
+    let jitter_ns = p.f64_in("start_jitter_ns", 500.0, 0.0, 1e9)?;
+    let reset_us = p.f64_in("bad_path_reset_us", 500.0, 0.0, 1e9)?;
+    p.finish()?;
+    let routes = SourceRoutes::new(init.topo);
+    let mut rng = derive_rng(init.seed, "lb.ethereal", 0);
+
+    // The batch of every source host, grouped by destination leaf (ordered maps: deterministic).
+    let mut batches: BTreeMap<(u32, u32), Vec<FlowId>> = BTreeMap::new();
+    for (i, f) in init.flows.iter().enumerate() {
+        batches.entry((f.src, routes.dst_edge(f.dst))).or_default().push(i as FlowId);
+    }
+    let mut paths = vec![Vec::new(); init.flows.len()];
+    let mut extra_flows = 0u64;
+    for mut flows in batches.into_values() {
+        let f0 = init.flows[flows[0] as usize];
+        let s = routes.paths_between(f0.src, f0.dst);
+        flows.shuffle(&mut rng);
+        let mut order: Vec<u32> = (0..s).collect();
+        order.shuffle(&mut rng);
+        let n = flows.len() as u32;
+        let whole = (n / s) * s;
+        for (i, &f) in flows[..whole as usize].iter().enumerate() {
+            paths[f as usize].push(order[i % s as usize]);
+        }
+        let r = n - whole;
+        if r > 0 {
+            let g = gcd(r, s);
+            let parts = s / g;
+            for (t, &f) in flows[whole as usize..].iter().enumerate() {
+                // Part x = t*parts + u goes to path x mod s: each path gets r/g parts,
+                // and one flow's parts land on distinct paths.
+                paths[f as usize] = (0..parts).map(|u| order[((t as u32 * parts + u) % s) as usize]).collect();
+            }
+            extra_flows += (r * (parts - 1)) as u64;
+        }
+    }
+    let src_and_paths = init.flows.iter().map(|f| (f.src, routes.paths_between(f.src, f.dst))).collect();
+    Ok(Box::new(Ethereal {
+        routes,
+        paths,
+        src_and_paths,
+        extra_flows,
+        jitter_ps: (jitter_ns * 1e3).round() as u64,
+        reset: Dur((reset_us * PS_PER_US as f64).round() as u64),
+        bad: HashMap::new(),
+        reroutes: 0,
+        rng,
+    }))
+}
+
+impl LoadBalancer for Ethereal {
+    fn entropy(&mut self, flow: FlowId, seq: u32, _now: Time) -> u32 {
+        let p = &self.paths[flow as usize];
+        p[seq as usize % p.len()]
+    }
+
+    fn on_timeout(&mut self, flow: FlowId, now: Time) {
+        let (src, s) = self.src_and_paths[flow as usize];
+        for old in self.paths[flow as usize].clone() {
+            self.bad.insert((src, old), now + self.reset);
+        }
+        let good: Vec<u32> = (0..s).filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now)).collect();
+        for slot in self.paths[flow as usize].iter_mut() {
+            *slot = if good.is_empty() { self.rng.gen_range(0..s) } else { good[self.rng.gen_range(0..good.len())] };
+        }
+        self.reroutes += 1;
+    }
+
+    fn start_delay(&mut self, _flow: FlowId) -> Dur {
+        Dur(if self.jitter_ps == 0 { 0 } else { self.rng.gen_range(0..self.jitter_ps) })
+    }
+
+    fn choose_port(&mut self, view: &SwitchView, hdr: &Header) -> PortId {
+        self.routes.port(view, hdr.entropy)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("queue_pairs", self.paths.len() as u64 + self.extra_flows),
+            ("extra_flows", self.extra_flows),
+            ("reroutes", self.reroutes),
+        ]
+    }
+}
