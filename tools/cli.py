@@ -18,6 +18,8 @@ from .errors import TracefabricError
 app = typer.Typer(help="tracefabric: compare load-balancing and congestion-control schemes for AI training fabrics.", no_args_is_help=True)
 net = typer.Typer(help="Packet-level network runs: one scheme, or a comparison of several.", no_args_is_help=True)
 app.add_typer(net, name="net")
+trace = typer.Typer(help="Chakra execution traces: synthesize them for real model sizes.", no_args_is_help=True)
+app.add_typer(trace, name="trace")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -175,6 +177,40 @@ def net_schemes() -> None:
     console.print(t)
     for family, names in scheme_names().items():
         console.print(f"{family}: {', '.join(names)}")
+
+
+@trace.command("synthesize")
+def trace_synthesize(
+    model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3) or a config.json path.")] = "llama3-8b",
+    world: Annotated[int, typer.Option(help="Number of ranks (GPUs).")] = 1024,
+    parallel: Annotated[str, typer.Option(help="fsdp (ZeRO-3, per-layer units) or dp (all-reduce per unit).")] = "fsdp",
+    gpus_per_server: Annotated[int, typer.Option(help="GPUs per server (NVLink domain); 1 = flat rings.")] = 8,
+    precision: Annotated[str, typer.Option(help="fp8, bf16, fp16 or fp32.")] = "bf16",
+    gpu: Annotated[str, typer.Option(help="Roofline for compute: h100, h200 or b200.")] = "h100",
+    seq: Annotated[int, typer.Option(help="Sequence length.")] = 4096,
+    micro_batch: Annotated[int, typer.Option(help="Sequences per rank per step.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the random server placement.")] = 1,
+    out: Annotated[Path, typer.Option(help="Output folder: <model>.<rank>.et, comm_groups.json, placement.json, summary.json.")] = Path("runs/traces"),
+) -> None:
+    """Write one Chakra ET per rank for a model and parallelism plan, and print its summary."""
+    from .traces.models import get_model
+    from .traces.synthesis import Plan, synthesize, write
+
+    s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed))
+    summary = write(s, out)
+    t = Table(title=f"{s.model.name}: {parallel} on {world} ranks ({summary['params'] / 1e9:.2f} B parameters, {precision})")
+    for col in ("collective", "bytes", "per iteration"):
+        t.add_column(col, justify="right")
+    for row in summary["collectives_by_size"]:
+        t.add_row(row["type"], f"{row['bytes']:,}", str(row["count"]))
+    console.print(t)
+    sent = summary["bytes_sent_per_rank"]
+    console.print("bytes sent per rank per iteration: " + ", ".join(f"{k} {v / 1e9:.3f} GB" for k, v in sent.items()))
+    if "inter_server_ring" in summary:
+        ring = summary["inter_server_ring"]
+        console.print(f"inter-server rings: {ring['rings']} x {ring['members']} servers; backward ring flow per layer "
+                      f"{ring['backward_flow_bytes']:,.0f} B = {ring['backward_flow_packets']:.0f} packets of 4 KiB")
+    console.print(f"wrote {world} traces to {out}")
 
 
 def _parse_params(items: list[str]) -> dict[str, dict]:

@@ -1,0 +1,149 @@
+"""Trace synthesis: the model zoo's parameter counts, the OFAN §8.4 FSDP layout, closed-form
+bytes per rank, Chakra ET files that Chakra's own jsonizer decodes, and bad configs."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+
+import pytest
+
+from tracefabric.errors import ConfigError
+from tracefabric.traces.chakra_io import read_trace
+from tracefabric.traces.models import ZOO, ModelSpec, from_hf_config, get_model
+from tracefabric.traces.synthesis import Plan, synthesize, write
+
+
+@pytest.mark.parametrize("name,published", [
+    ("llama3-8b", 8.03e9), ("llama3-70b", 70.55e9), ("llama3-405b", 405.85e9),
+    ("gpt2-small", 124_439_808), ("gpt2-medium", 354_823_168), ("gpt2-large", 774_030_080), ("gpt2-xl", 1_557_611_200),
+    ("mixtral-8x7b", 46.70e9), ("deepseek-v3", 671.0e9),
+])
+def test_zoo_parameter_counts_match_the_published_models(name, published):
+    # GPT-2's counts are exact (Hugging Face's num_parameters); the others are published to 3-4 digits.
+    assert ZOO[name].total_params() == pytest.approx(published, rel=1e-3)
+
+
+def llama_block(hidden: int, ffn: int, heads: int, kv_heads: int) -> int:
+    """One Llama block from first principles: q and o are hidden x hidden, k and v are
+    hidden x (kv_heads * head_dim), SwiGLU has three hidden x ffn matrices, two RMSNorms."""
+    head_dim = hidden // heads
+    return 2 * hidden * hidden + 2 * hidden * kv_heads * head_dim + 3 * hidden * ffn + 2 * hidden
+
+
+@pytest.mark.parametrize("name,arch,paper", [
+    ("llama3-8b", (4096, 14336, 32, 8), 104),
+    ("llama3-70b", (8192, 28672, 64, 8), 418),
+    ("llama3-405b", (16384, 53248, 128, 8), 1570),
+])
+def test_ofan_fsdp_layout_packets_per_inter_server_ring_flow(name, arch, paper):
+    """OFAN §8.4: 1,024 GPUs = 128 servers x 8, 8 parallel inter-server rings, FP8, 4 KB payloads.
+    An FSDP unit is one block of P parameters (1 byte each). Hierarchically, the intra-server
+    step leaves P/8 per GPU, and the 128-server ring moves (P/8)/128 = P/1024 per ring step.
+    In backward a gradient reduce-scatter and a weight all-gather share each ring link, so a
+    ring flow carries 2P/1024 bytes = 2P/1024/4096 packets: 104.0, 408.0 and 1520.0 by this
+    count, within 5 % of the paper's 104 / 418 / 1570 (the paper does not give its count)."""
+    s = synthesize(ZOO[name], Plan("fsdp", world=1024, gpus_per_server=8, precision="fp8"))
+    ring = s.summary()["inter_server_ring"]
+    expected = math.ceil(2 * llama_block(*arch) / 1024 / 4096)
+    assert (ring["rings"], ring["members"]) == (8, 128)
+    assert ring["backward_flow_packets"] == expected
+    assert abs(expected / paper - 1) <= 0.05
+    # The traffic pattern: GPU i's inter-server ring neighbour is GPU i + 8 (mod 1024), placed on random servers.
+    assert sorted(s.placement) == list(range(1024)) and s.placement != list(range(1024))
+    assert all(s.placement[r] % 8 == r % 8 for r in range(1024))
+
+
+@pytest.mark.parametrize("name,plan", [
+    ("gpt2-small", Plan("fsdp", world=8, gpus_per_server=1)),
+    ("gpt2-medium", Plan("dp", world=16, gpus_per_server=1)),
+    ("llama3-8b", Plan("fsdp", world=64, gpus_per_server=8, precision="fp8")),
+    ("mixtral-8x7b", Plan("dp", world=32, gpus_per_server=8, precision="bf16")),
+])
+def test_bytes_sent_per_rank_equal_the_closed_form(name, plan, tmp_path):
+    model = ZOO[name]
+    p_bytes = model.total_params() * {"fp8": 1, "bf16": 2}[plan.precision]
+    passes = 3 if plan.parallel == "fsdp" else 2  # FSDP: AG fwd + AG bwd + RS; DP: all-reduce = RS + AG
+    n, g = plan.world, plan.gpus_per_server
+    if g == 1:
+        expected = passes * (n - 1) / n * p_bytes  # a ring step over n ranks sends (n-1)/n of the buffer
+    else:
+        s = n // g
+        expected = passes * ((g - 1) / g * p_bytes + (s - 1) / s * p_bytes / g)  # intra-server, then 1/g across
+    syn = synthesize(model, plan)
+    assert syn.bytes_sent_per_rank()["total"] == pytest.approx(expected, rel=1e-12)
+    # The same from the ET files on disk: every rank's collectives cover the whole model `passes` times.
+    write(syn, tmp_path)
+    meta, nodes = read_trace(tmp_path / f"{name}.{n - 1}.et")
+    covered = sum(x.attrs["comm_size"] for x in nodes if x.type == "COMM_COLL_NODE")
+    assert covered == (3 if plan.parallel == "fsdp" else 1) * p_bytes
+    assert meta["version"] == "0.0.4" and meta["world"] == n
+
+
+def test_synthesized_traces_decode_with_chakras_own_jsonizer(tmp_path):
+    syn = synthesize(ZOO["gpt2-small"], Plan("fsdp", world=4, gpus_per_server=2))
+    write(syn, tmp_path)
+    exe = shutil.which("chakra_jsonizer")
+    assert exe, "mlc-chakra's chakra_jsonizer is not installed"
+    out = tmp_path / "rank0.json"
+    subprocess.run([exe, "--input_filename", str(tmp_path / "gpt2-small.0.et"), "--output_filename", str(out)], check=True)
+    text = out.read_text()
+    # The jsonizer writes concatenated JSON objects: metadata first, then one per node.
+    decoder, pos, objs = json.JSONDecoder(), 0, []
+    while pos < len(text):
+        obj, pos = decoder.raw_decode(text, pos)
+        objs.append(obj)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    assert objs[0]["version"] == "0.0.4"
+    nodes = objs[1:]
+    # 14 units (embedding, 12 blocks, head), 5 nodes each: AG + compute forward; AG, compute, RS backward.
+    assert len(nodes) == len(syn.nodes) == 5 * 14
+    colls = [n for n in nodes if n["type"] == "COMM_COLL_NODE"]
+    assert len(colls) == 3 * 14
+    gathers = [n for n in colls if any(a["name"] == "comm_type" and a.get("int64Val") == "2" for a in n["attr"])]
+    assert len(gathers) == 2 * 14  # comm_type 2 = ALL_GATHER in Chakra's CollectiveCommType
+
+
+def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
+    cfg = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "intermediate_size": 14336,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert from_hf_config(path).total_params() == ZOO["llama3-8b"].total_params()
+    assert get_model(str(path)).layers == 32
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda: ModelSpec("bad", "llama", 2, 1000, 4000, 7, 7, 100), "heads (7) must divide hidden (1000)"),
+    (lambda: ModelSpec("bad", "llama", 2, 1024, 4000, 16, 5, 100), "kv_heads (5) must divide heads (16)"),
+    (lambda: ModelSpec("bad", "llama", 2, 1024, 4000, 16, 8, 100, experts=4, top_k=8), "top_k (8) must be between 1 and experts (4)"),
+    (lambda: Plan("fsdp", world=12, gpus_per_server=8), "world (12) must be a multiple of gpus_per_server (8)"),
+    (lambda: Plan("fsdp", precision="fp4"), "precision `fp4` unknown"),
+    (lambda: Plan("zero9"), "parallel `zero9` is not supported"),
+    (lambda: get_model("llama-9000"), "unknown model `llama-9000`"),
+])
+def test_bad_model_configs_name_the_constraint(make, needle):
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        make()
+
+
+def test_hugging_face_config_missing_or_ill_typed_field(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2}))
+    with pytest.raises(ConfigError, match="missing field `hidden_size`"):
+        from_hf_config(path)
+    path.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": "two", "num_attention_heads": 2}))
+    with pytest.raises(ConfigError, match="field `num_hidden_layers` must be an integer"):
+        from_hf_config(path)
+
+
+def test_corrupt_trace_is_refused_with_the_file_and_position(tmp_path):
+    syn = synthesize(ZOO["gpt2-small"], Plan("dp", world=2, gpus_per_server=1))
+    write(syn, tmp_path)
+    path = tmp_path / "gpt2-small.0.et"
+    path.write_bytes(path.read_bytes()[:-5])
+    with pytest.raises(ConfigError, match=r"gpt2-small\.0\.et: truncated message at byte"):
+        read_trace(path)

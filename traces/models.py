@@ -1,0 +1,186 @@
+"""Model zoo: exact transformer architectures and their parameter counts per layer.
+
+Counts follow the published architectures: Llama-3 (RMSNorm, grouped-query attention,
+SwiGLU MLP, untied embeddings), GPT-2 (LayerNorm and biases, GELU MLP, learned positions,
+tied embeddings), Mixtral-style MoE (Llama blocks whose MLP is `experts` SwiGLU experts and a
+router), DeepSeek-V3-style MoE (multi-head latent attention, shared + routed experts, dense
+first layers). A Hugging Face `config.json` maps onto the same fields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str  # "llama" | "gpt2" | "deepseek"
+    layers: int
+    hidden: int
+    ffn: int  # MLP width (per expert for MoE layers)
+    heads: int
+    kv_heads: int
+    vocab: int
+    experts: int = 1  # routed experts per MoE layer (1 = dense)
+    top_k: int = 1
+    shared_experts: int = 0
+    dense_layers: int = 0  # leading layers with a dense MLP of width `dense_ffn` (DeepSeek-V3: 3)
+    dense_ffn: int = 0
+    max_positions: int = 0  # learned position embeddings (GPT-2)
+    # Multi-head latent attention (DeepSeek-V3); zero for ordinary attention.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_dim: int = 0
+    qk_rope_dim: int = 0
+    v_head_dim: int = 0
+
+    def __post_init__(self) -> None:
+        check = [
+            (self.layers >= 1, "layers >= 1"),
+            (self.hidden >= 1 and self.ffn >= 1 and self.vocab >= 1, "hidden, ffn and vocab >= 1"),
+            (self.heads >= 1 and self.hidden % self.heads == 0 or self.q_lora_rank > 0, f"heads ({self.heads}) must divide hidden ({self.hidden})"),
+            (self.kv_heads >= 1 and self.heads % self.kv_heads == 0, f"kv_heads ({self.kv_heads}) must divide heads ({self.heads})"),
+            (1 <= self.top_k <= self.experts, f"top_k ({self.top_k}) must be between 1 and experts ({self.experts})"),
+            (0 <= self.dense_layers <= self.layers, f"dense_layers ({self.dense_layers}) must be between 0 and layers ({self.layers})"),
+        ]
+        for ok, why in check:
+            if not ok:
+                raise ConfigError(f"model `{self.name}`: {why}", "model")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+    def attention_params(self) -> int:
+        h = self.hidden
+        if self.family == "gpt2":
+            return h * 3 * h + 3 * h + h * h + h  # fused qkv and output projection, with biases
+        if self.q_lora_rank:
+            qk = self.qk_nope_dim + self.qk_rope_dim
+            return (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * qk
+                    + h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank
+                    + self.kv_lora_rank * self.heads * (self.qk_nope_dim + self.v_head_dim)
+                    + self.heads * self.v_head_dim * h)
+        kv = self.kv_heads * self.head_dim
+        return 2 * h * h + 2 * h * kv  # q, o: h x h; k, v: h x kv (no biases)
+
+    def mlp_params(self, width: int) -> int:
+        if self.family == "gpt2":
+            return 2 * self.hidden * width + width + self.hidden
+        return 3 * self.hidden * width  # SwiGLU: gate, up, down
+
+    def norm_params(self) -> int:
+        return 4 * self.hidden if self.family == "gpt2" else 2 * self.hidden  # two norms per block
+
+    def expert_params(self) -> int:
+        """One routed expert's parameters."""
+        return self.mlp_params(self.ffn)
+
+    def layer_params(self, layer: int = -1) -> int:
+        """Parameters of transformer block `layer` (the last block when omitted)."""
+        layer = self.layers - 1 if layer < 0 else layer
+        p = self.attention_params() + self.norm_params()
+        if layer < self.dense_layers:
+            return p + self.mlp_params(self.dense_ffn)
+        if self.is_moe:
+            router = self.hidden * self.experts
+            return p + router + (self.experts + self.shared_experts) * self.expert_params()
+        return p + self.mlp_params(self.ffn)
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden + self.max_positions * self.hidden
+
+    def head_params(self) -> int:
+        """Final norm plus the output projection (none when tied to the embedding, as in GPT-2)."""
+        final_norm = 2 * self.hidden if self.family == "gpt2" else self.hidden
+        return final_norm + (0 if self.family == "gpt2" else self.vocab * self.hidden)
+
+    def total_params(self) -> int:
+        return self.embedding_params() + sum(self.layer_params(i) for i in range(self.layers)) + self.head_params()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _llama(name: str, layers: int, hidden: int, ffn: int, heads: int, vocab: int = 128256, kv: int = 8) -> ModelSpec:
+    return ModelSpec(name, "llama", layers, hidden, ffn, heads, kv, vocab)
+
+
+def _gpt2(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    return ModelSpec(name, "gpt2", layers, hidden, 4 * hidden, heads, heads, 50257, max_positions=1024)
+
+
+ZOO: dict[str, ModelSpec] = {m.name: m for m in [
+    _llama("llama3-8b", 32, 4096, 14336, 32),
+    _llama("llama3-70b", 80, 8192, 28672, 64),
+    _llama("llama3-405b", 126, 16384, 53248, 128),
+    _gpt2("gpt2-small", 12, 768, 12),
+    _gpt2("gpt2-medium", 24, 1024, 16),
+    _gpt2("gpt2-large", 36, 1280, 20),
+    _gpt2("gpt2-xl", 48, 1600, 25),
+    ModelSpec("mixtral-8x7b", "llama", 32, 4096, 14336, 32, 8, 32000, experts=8, top_k=2),
+    ModelSpec("deepseek-v3", "deepseek", 61, 7168, 2048, 128, 128, 129280, experts=256, top_k=8, shared_experts=1,
+              dense_layers=3, dense_ffn=18432, q_lora_rank=1536, kv_lora_rank=512, qk_nope_dim=128, qk_rope_dim=64,
+              v_head_dim=128),
+]}
+
+
+def get_model(name: str) -> ModelSpec:
+    """A zoo model by name, or a Hugging Face `config.json` path."""
+    if name in ZOO:
+        return ZOO[name]
+    path = Path(name)
+    if path.suffix == ".json":
+        return from_hf_config(path)
+    raise ConfigError(f"unknown model `{name}`; expected one of: {', '.join(ZOO)} or a config.json path", "model")
+
+
+def from_hf_config(path: str | Path) -> ModelSpec:
+    """Read a Hugging Face `config.json` (Llama, Mistral/Mixtral, GPT-2 or DeepSeek-V3 style)."""
+    path = Path(path)
+    try:
+        c = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found", "model") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})", "model") from None
+
+    def need(*keys: str) -> int:
+        for k in keys:
+            if k in c:
+                v = c[k]
+                if not isinstance(v, int) or isinstance(v, bool):
+                    raise ConfigError(f"{path}: field `{k}` must be an integer, got {v!r}", k)
+                return v
+        raise ConfigError(f"{path}: missing field `{keys[0]}`", keys[0])
+
+    name = c.get("_name_or_path") or path.parent.name or path.stem
+    if c.get("model_type") == "gpt2":
+        return ModelSpec(name, "gpt2", need("n_layer"), need("n_embd"), c.get("n_inner") or 4 * need("n_embd"),
+                         need("n_head"), need("n_head"), need("vocab_size"), max_positions=need("n_positions"))
+    heads = need("num_attention_heads")
+    experts = c.get("num_local_experts") or c.get("n_routed_experts") or 1
+    common = dict(layers=need("num_hidden_layers"), hidden=need("hidden_size"), heads=heads,
+                  kv_heads=c.get("num_key_value_heads") or heads, vocab=need("vocab_size"), experts=experts,
+                  top_k=c.get("num_experts_per_tok") or 1)
+    if c.get("kv_lora_rank"):
+        return ModelSpec(name, "deepseek", ffn=need("moe_intermediate_size"), shared_experts=c.get("n_shared_experts") or 0,
+                         dense_layers=c.get("first_k_dense_replace") or 0, dense_ffn=need("intermediate_size"),
+                         q_lora_rank=c.get("q_lora_rank") or 0, kv_lora_rank=need("kv_lora_rank"),
+                         qk_nope_dim=need("qk_nope_head_dim"), qk_rope_dim=need("qk_rope_head_dim"),
+                         v_head_dim=need("v_head_dim"), **common)
+    return ModelSpec(name, "llama", ffn=need("intermediate_size"), **common)
+
+
+def with_overrides(model: ModelSpec, **fields: Any) -> ModelSpec:
+    return replace(model, **fields)
