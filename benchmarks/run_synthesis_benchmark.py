@@ -11,10 +11,11 @@ import subprocess
 import sys
 import tempfile
 
-CASES = [
-    ("llama3-405b", "fsdp", 1024, 8, "fp8"),
-    ("llama3-70b", "fsdp", 1024, 8, "fp8"),
-    ("deepseek-v3", "dp", 1024, 8, "bf16"),
+CASES = [  # model, parallel, world, GPUs per server, precision, tp, ep
+    ("llama3-405b", "fsdp", 1024, 8, "fp8", 1, 1),
+    ("llama3-405b", "fsdp", 1024, 8, "bf16", 8, 1),
+    ("llama3-70b", "fsdp", 1024, 8, "fp8", 1, 1),
+    ("deepseek-v3", "fsdp", 1024, 8, "bf16", 1, 8),
 ]
 
 CHILD = r"""
@@ -22,9 +23,9 @@ import json, resource, sys, time
 from pathlib import Path
 from tracefabric.traces.models import get_model
 from tracefabric.traces.synthesis import Plan, synthesize, write
-model, parallel, world, gps, precision, out = sys.argv[1:]
+model, parallel, world, gps, precision, tp, ep, out = sys.argv[1:]
 w0, c0 = time.perf_counter(), time.process_time()
-s = synthesize(get_model(model), Plan(parallel, int(world), int(gps), precision))
+s = synthesize(get_model(model), Plan(parallel, int(world), int(gps), precision, tp=int(tp), ep=int(ep)))
 write(s, out)
 wall, cpu = time.perf_counter() - w0, time.process_time() - c0
 size = sum(p.stat().st_size for p in Path(out).iterdir())
@@ -36,11 +37,11 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "mib": size / 2**20,
 def main() -> None:
     print("| model | plan | ranks | nodes per rank | wall s | CPU s | peak RSS MiB | output MiB |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for model, parallel, world, gps, precision in CASES:
+    for model, parallel, world, gps, precision, tp, ep in CASES:
         with tempfile.TemporaryDirectory() as out:
-            args = [model, parallel, str(world), str(gps), precision, out]
+            args = [model, parallel, str(world), str(gps), precision, str(tp), str(ep), out]
             r = json.loads(subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, check=True).stdout)
-        print(f"| {model} | {parallel} {precision}, {gps} GPUs/server | {world} | {r['nodes']} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+        print(f"| {model} | {parallel} {precision}, tp {tp}, ep {ep}, {gps} GPUs/server | {world} | {r['nodes']} | {r['wall']:.2f} | {r['cpu']:.2f} | "
               f"{r['rss_mib']:.0f} | {r['mib']:.1f} |", flush=True)
 
 

@@ -147,3 +147,74 @@ def test_corrupt_trace_is_refused_with_the_file_and_position(tmp_path):
     path.write_bytes(path.read_bytes()[:-5])
     with pytest.raises(ConfigError, match=r"gpt2-small\.0\.et: truncated message at byte"):
         read_trace(path)
+
+
+def test_tensor_parallel_bytes_per_rank_equal_the_closed_form():
+    """Llama-3 8B, 64 GPUs = 8 servers x 8, TP = 8 inside each server, FSDP across servers.
+    Megatron TP all-reduces the block's activation (seq x hidden, bf16) after attention and
+    after the MLP, in forward and backward: 4 ring all-reduces per block inside the server.
+    FSDP gathers/scatters each rank's TP shard (matrices / 8, norms whole) over 8 ranks on 8
+    servers: 3 x 7/8 of it, all across servers."""
+    h, ffn, layers, vocab, seq = 4096, 14336, 32, 128256, 4096
+    plan = Plan("fsdp", world=64, gpus_per_server=8, precision="bf16", tp=8, seq=seq)
+    act = seq * h * 2
+    tp_allreduce = 4 * layers * 2 * 7 / 8 * act
+    shard = (vocab * h) // 8 + layers * ((llama_block(h, ffn, 32, 8) - 2 * h) // 8 + 2 * h) + (vocab * h) // 8 + h
+    fsdp = 3 * 7 / 8 * shard * 2
+    sent = synthesize(ZOO["llama3-8b"], plan).bytes_sent_per_rank(rank=13)
+    assert sent["scale_up"] == pytest.approx(tp_allreduce, rel=1e-12)
+    assert sent["scale_out"] == pytest.approx(fsdp, rel=1e-12)
+
+
+def test_expert_parallel_all_to_all_and_gradient_bytes_equal_the_closed_form(tmp_path):
+    """Mixtral 8x7B, 16 GPUs = 2 servers x 8, EP = 8 (one expert per GPU, an EP group per
+    server), plain DP. Per MoE block: dispatch and combine all-to-alls in forward and again in
+    backward, each sending 7/8 of seq x top_k x hidden (bf16) to the 7 peers of its server.
+    Gradients: the non-expert part (attention, norms, router) is all-reduced over all 16 ranks
+    (hierarchically: 7/8 inside, 1/2 of an eighth across), each rank's expert over the 2 ranks
+    that own the same expert (one per server)."""
+    h, ffn, layers, experts, top_k, seq, vocab = 4096, 14336, 32, 8, 2, 4096, 32000
+    plan = Plan("dp", world=16, gpus_per_server=8, precision="bf16", ep=8, seq=seq)
+    syn = synthesize(ZOO["mixtral-8x7b"], plan)
+    dispatch = seq * top_k * h * 2
+    a2a = 4 * layers * 7 / 8 * dispatch
+    expert = 3 * h * ffn
+    non_expert = layers * (llama_block(h, ffn, 32, 8) - 3 * h * ffn + h * experts) + 2 * vocab * h + h
+    up = a2a + 2 * 7 / 8 * non_expert * 2
+    out = 2 * 1 / 2 * non_expert * 2 / 8 + 2 * 1 / 2 * layers * expert * 2
+    sent = syn.bytes_sent_per_rank(rank=5)
+    assert sent["scale_up"] == pytest.approx(up, rel=1e-12)
+    assert sent["scale_out"] == pytest.approx(out, rel=1e-12)
+    # Per-peer split sizes are in the ET (tracefabric's `split_sizes` attribute), equal when balanced.
+    write(syn, tmp_path)
+    _, nodes = read_trace(tmp_path / "mixtral-8x7b.5.et")
+    a2as = [n for n in nodes if n.name.endswith(".dispatch")]
+    assert len(a2as) == 2 * layers and all(n.attrs["split_sizes"] == [dispatch // 8] * 8 for n in a2as)
+    groups = json.loads((tmp_path / "comm_groups.json").read_text())
+    assert [5, 13] in groups.values() and list(range(8)) in groups.values()  # rank 5's expert-data and EP groups
+
+
+def test_skewed_expert_routing_keeps_totals_and_varies_peers():
+    plan = Plan("dp", world=8, gpus_per_server=8, ep=8, imbalance=0.5, seq=512)
+    syn = synthesize(ZOO["mixtral-8x7b"], plan)
+    node = next(n for n in syn.graphs[3] if n.name.endswith(".dispatch"))
+    splits = node.attrs["split_sizes"]
+    assert sum(splits) == node.attrs["comm_size"] and len(set(splits)) > 1
+    assert max(splits) / (sum(splits) / 8) <= 1.5 / 0.5 + 1e-9
+
+
+@pytest.mark.parametrize("model,plan,needle", [
+    ("llama3-8b", Plan("fsdp", world=24, gpus_per_server=8, tp=3), "tp (3) must divide heads (32)"),
+    ("llama3-8b", Plan("fsdp", world=16, gpus_per_server=8, ep=2), "needs a mixture-of-experts model"),
+    ("mixtral-8x7b", Plan("fsdp", world=48, gpus_per_server=8, ep=3), "ep (3) must divide the experts (8)"),
+])
+def test_parallel_plans_that_do_not_fit_the_model_are_refused(model, plan, needle):
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        synthesize(ZOO[model], plan)
+
+
+def test_plan_shape_constraints_are_refused():
+    with pytest.raises(ConfigError, match=r"world \(12\) must be a multiple of tp \(8\)"):
+        Plan("fsdp", world=12, gpus_per_server=4, tp=8)
+    with pytest.raises(ConfigError, match="tp > 1 together with ep > 1"):
+        Plan("fsdp", world=16, gpus_per_server=8, tp=2, ep=2)

@@ -189,14 +189,17 @@ def trace_synthesize(
     gpu: Annotated[str, typer.Option(help="Roofline for compute: h100, h200 or b200.")] = "h100",
     seq: Annotated[int, typer.Option(help="Sequence length.")] = 4096,
     micro_batch: Annotated[int, typer.Option(help="Sequences per rank per step.")] = 1,
-    seed: Annotated[int, typer.Option(help="Seed of the random server placement.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the random server placement and of EP routing skew.")] = 1,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree (consecutive ranks, inside a server).")] = 1,
+    ep: Annotated[int, typer.Option(help="Expert-parallel degree inside the data-parallel dimension (MoE models).")] = 1,
+    imbalance: Annotated[float, typer.Option(help="EP routing skew: per-peer token shares vary by up to +-this fraction.")] = 0.0,
     out: Annotated[Path, typer.Option(help="Output folder: <model>.<rank>.et, comm_groups.json, placement.json, summary.json.")] = Path("runs/traces"),
 ) -> None:
     """Write one Chakra ET per rank for a model and parallelism plan, and print its summary."""
     from .traces.models import get_model
     from .traces.synthesis import Plan, synthesize, write
 
-    s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed))
+    s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance))
     summary = write(s, out)
     t = Table(title=f"{s.model.name}: {parallel} on {world} ranks ({summary['params'] / 1e9:.2f} B parameters, {precision})")
     for col in ("collective", "bytes", "per iteration"):

@@ -51,7 +51,7 @@ GPUS = {
 
 @dataclass(frozen=True)
 class Plan:
-    parallel: str = "fsdp"  # "fsdp" | "dp"
+    parallel: str = "fsdp"  # "fsdp" | "dp": how the data-parallel dimension treats parameters
     world: int = 8
     gpus_per_server: int = 8
     precision: str = "bf16"
@@ -59,6 +59,9 @@ class Plan:
     seq: int = 4096
     micro_batch: int = 1
     seed: int = 1
+    tp: int = 1  # tensor parallel (Megatron-style: consecutive ranks, two all-reduces per block and pass)
+    ep: int = 1  # expert parallel inside the data-parallel dimension (MoE models)
+    imbalance: float = 0.0  # EP routing skew: per-peer token shares vary by up to +-imbalance
 
     def __post_init__(self) -> None:
         if self.parallel not in ("fsdp", "dp"):
@@ -73,41 +76,76 @@ class Plan:
             raise ConfigError(f"gpu `{self.gpu}` unknown; expected one of {', '.join(GPUS)}", "gpu")
         if self.seq < 1 or self.micro_batch < 1:
             raise ConfigError("seq and micro_batch must be >= 1", "seq")
+        if self.tp < 1 or self.world % self.tp:
+            raise ConfigError(f"world ({self.world}) must be a multiple of tp ({self.tp})", "tp")
+        if self.ep < 1 or self.dp % self.ep:
+            raise ConfigError(f"the data-parallel size ({self.dp}) must be a multiple of ep ({self.ep})", "ep")
+        if self.tp > 1 and self.ep > 1:
+            raise ConfigError("tp > 1 together with ep > 1 is not supported yet", "ep")
+        if not 0.0 <= self.imbalance < 1.0:
+            raise ConfigError(f"imbalance must be in [0, 1), got {self.imbalance}", "imbalance")
+
+    @property
+    def dp(self) -> int:
+        return self.world // self.tp
 
     @property
     def servers(self) -> int:
         return self.world // self.gpus_per_server
 
     @property
-    def dims(self) -> list[int]:
-        """Group size per network dimension: [intra-server, inter-server] (one entry if flat)."""
-        g = self.gpus_per_server
-        return [g, self.servers] if 1 < g < self.world else [self.world]
+    def act_bytes(self) -> int:
+        """Bytes per activation element on the wire (bf16, or fp32 for fp32 training)."""
+        return 4 if self.precision == "fp32" else 2
+
+    def check_model(self, model: ModelSpec) -> None:
+        for what, n in (("heads", model.heads), ("kv_heads", model.kv_heads), ("ffn", model.ffn)):
+            if n % self.tp:
+                raise ConfigError(f"tp ({self.tp}) must divide {what} ({n}) of `{model.name}`", "tp")
+        if self.ep > 1 and not model.is_moe:
+            raise ConfigError(f"ep ({self.ep}) needs a mixture-of-experts model; `{model.name}` is dense", "ep")
+        if model.experts % self.ep:
+            raise ConfigError(f"ep ({self.ep}) must divide the experts ({model.experts}) of `{model.name}`", "ep")
 
 
 @dataclass(frozen=True)
 class Unit:
     name: str
+    #: Parameters of the unit held by one tensor-parallel rank, sharded (FSDP) or
+    #: replicated (DP) over the data-parallel group.
     params: int
-    forward_flops: float
+    #: Parameters of the routed experts one expert-parallel rank owns (EP only), sharded or
+    #: replicated over the ranks that own the same experts.
+    expert_params: int
+    forward_flops: float  # per rank
     #: Bytes the forward pass reads from HBM (weights, or the embedding rows it looks up).
     forward_bytes: float
+    is_block: bool
+    moe: bool
 
 
 def units(model: ModelSpec, plan: Plan) -> list[Unit]:
-    """FSDP wrapping units: the embedding, every transformer block, the head."""
+    """FSDP wrapping units: the embedding, every transformer block, the head. Tensor
+    parallelism splits every matrix (vocabulary-parallel embedding and head); norms stay whole."""
     tokens = plan.seq * plan.micro_batch
     nbytes = BYTES_PER_PARAM[plan.precision]
-    out = [Unit("embedding", model.embedding_params(), 0.0, tokens * model.hidden * nbytes)]
+    tp, ep = plan.tp, plan.ep
+    out = [Unit("embedding", model.embedding_params() // tp, 0, 0.0, tokens * model.hidden * nbytes, False, False)]
     for i in range(model.layers):
-        active = model.layer_params(i)
-        if model.is_moe and i >= model.dense_layers:
-            routed_idle = (model.experts - model.top_k) * model.expert_params()
-            active -= routed_idle  # only top_k routed experts see a given token
+        norms = model.norm_params()
+        total = model.layer_params(i)
+        moe = model.is_moe and i >= model.dense_layers
+        active = total
+        if moe:
+            active -= (model.experts - model.top_k) * model.expert_params()  # a token sees only top_k routed experts
         attention = 4.0 * tokens * plan.seq * model.hidden  # QK^T and AV, 2 FLOPs per MAC, no causal saving
-        out.append(Unit(f"layer{i}", model.layer_params(i), 2.0 * active * tokens + attention, active * nbytes))
+        flops = (2.0 * active * tokens + attention) / tp
+        experts = model.experts // ep * model.expert_params() if moe and ep > 1 else 0
+        dense = total - (model.experts * model.expert_params() if experts else 0)
+        out.append(Unit(f"layer{i}", (dense - norms) // tp + norms, experts, flops, active / tp * nbytes, True, moe))
     # The logits matmul costs the same whether or not its weights are tied to the embedding.
-    out.append(Unit("head", model.head_params(), 2.0 * model.vocab * model.hidden * tokens, model.vocab * model.hidden * nbytes))
+    out.append(Unit("head", (model.head_params() - model.hidden) // tp + model.hidden, 0,
+                    2.0 * model.vocab * model.hidden * tokens / tp, model.vocab * model.hidden * nbytes / tp, False, False))
     return out
 
 
@@ -117,34 +155,91 @@ def roofline_micros(flops: float, bytes_moved: float, plan: Plan) -> int:
     return max(1, round(seconds * 1e6))
 
 
+class Groups:
+    """Process groups, numbered as ASTRA-sim's comm-group JSON numbers them. Ranks are laid
+    out tensor-parallel fastest (so TP stays inside a server), then data-parallel; EP groups
+    are consecutive data-parallel ranks; ranks owning the same experts form an expert-data group."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.ranks: dict[str, list[int]] = {}
+        self._key: dict[tuple[int, ...], str] = {}
+
+    def _id(self, members: list[int]) -> str | None:
+        """The group's id; None for a group of one rank (it never communicates)."""
+        if len(members) == 1:
+            return None
+        key = tuple(members)
+        if key not in self._key:
+            gid = str(len(self.ranks))
+            self._key[key] = gid
+            self.ranks[gid] = members
+        return self._key[key]
+
+    def tp(self, rank: int) -> str | None:
+        t = self.plan.tp
+        return self._id(list(range(rank - rank % t, rank - rank % t + t)))
+
+    def _dp_members(self, rank: int) -> list[int]:
+        return list(range(rank % self.plan.tp, self.plan.world, self.plan.tp))
+
+    def dp(self, rank: int) -> str | None:
+        return self._id(self._dp_members(rank))
+
+    def ep(self, rank: int) -> str | None:
+        members = self._dp_members(rank)
+        i = members.index(rank) // self.plan.ep * self.plan.ep
+        return self._id(members[i:i + self.plan.ep])
+
+    def edp(self, rank: int) -> str | None:
+        members = self._dp_members(rank)
+        return self._id(members[members.index(rank) % self.plan.ep::self.plan.ep])
+
+
 @dataclass
 class Synthesis:
     model: ModelSpec
     plan: Plan
-    nodes: list[EtNode]  # every rank runs this same graph
+    graphs: list[list[EtNode]]  # per rank
+    groups: dict[str, list[int]]  # comm-group id -> ranks
     placement: list[int]  # rank -> network host (random server placement)
 
+    @property
+    def nodes(self) -> list[EtNode]:
+        """Rank 0's graph."""
+        return self.graphs[0]
+
     def comm_groups(self) -> dict[str, list[int]]:
-        return {"0": list(range(self.plan.world))}
+        return self.groups
 
-    def collectives(self) -> list[EtNode]:
-        return [n for n in self.nodes if n.type == "COMM_COLL_NODE"]
+    def collectives(self, rank: int = 0) -> list[EtNode]:
+        return [n for n in self.graphs[rank] if n.type == "COMM_COLL_NODE"]
 
-    def bytes_sent_per_rank(self) -> dict[str, float]:
-        """Bytes one rank sends per iteration, per dimension, for ring algorithms: a ring
-        all-gather or reduce-scatter of P bytes over n ranks sends (n-1)/n * P; an all-reduce
-        twice that; hierarchically, the inter-server step moves 1/g of the data."""
-        dims = self.plan.dims
-        sent = [0.0] * len(dims)
-        for n in self.collectives():
-            size = n.attrs["comm_size"]
+    def bytes_sent_per_rank(self, rank: int = 0) -> dict[str, float]:
+        """Bytes `rank` sends per iteration inside its server (scale-up) and across servers
+        (scale-out). A ring all-gather or reduce-scatter of P bytes over n ranks sends
+        (n-1)/n * P; an all-reduce twice that; a group of g ranks per server on s servers
+        runs hierarchically: (g-1)/g * P inside, then (s-1)/s * P/g across. An all-to-all
+        sends each peer its split."""
+        g_srv = self.plan.gpus_per_server
+        up = out = 0.0
+        for n in self.collectives(rank):
+            members = self.groups[n.attrs["pg_name"]]
+            size = float(n.attrs["comm_size"])
+            if n.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]:
+                for peer, b in zip(members, n.attrs["split_sizes"]):
+                    if peer != rank:
+                        if peer // g_srv == rank // g_srv:
+                            up += b
+                        else:
+                            out += b
+                continue
             factor = 2 if n.attrs["comm_type"] == COMM_TYPES["ALL_REDUCE"] else 1
-            share = float(size)
-            for d, k in enumerate(dims):
-                sent[d] += factor * (k - 1) / k * share
-                share /= k
-        names = ["scale_up", "scale_out"] if len(dims) == 2 else ["ring"]
-        return dict(zip(names, sent)) | {"total": sum(sent)}
+            local = sum(1 for m in members if m // g_srv == rank // g_srv)
+            servers = len(members) // local
+            up += factor * (local - 1) / local * size
+            out += factor * (servers - 1) / servers * size / local
+        return {"scale_up": up, "scale_out": out, "total": up + out}
 
     def summary(self, payload_bytes: int = 4096) -> dict[str, Any]:
         colls = Counter((comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in self.collectives())
@@ -154,61 +249,112 @@ class Synthesis:
             "nodes_per_rank": len(self.nodes), "collectives_per_iteration": dict(by_type),
             "collectives_by_size": [{"type": t, "bytes": b, "count": c} for (t, b), c in sorted(colls.items())],
             "bytes_sent_per_rank": self.bytes_sent_per_rank(),
+            "comm_groups": len(self.groups),
         }
-        if len(self.plan.dims) == 2:
+        p = self.plan
+        if 1 < p.gpus_per_server < p.world and p.tp == 1 and p.ep == 1:
             # Each ring step of the inter-server ring moves 1/world of a unit's bytes between
             # neighbours; in backward a gradient reduce-scatter and a parameter all-gather
             # share each ring link, so a ring flow per layer carries twice that.
-            layer = max(u.params for u in units(self.model, self.plan)[1:-1]) * BYTES_PER_PARAM[self.plan.precision]
-            step = layer / self.plan.world
+            layer = max(u.params for u in units(self.model, p) if u.is_block) * BYTES_PER_PARAM[p.precision]
+            step = layer / p.world
             out["inter_server_ring"] = {
-                "rings": self.plan.gpus_per_server, "members": self.plan.servers,
+                "rings": p.gpus_per_server, "members": p.servers,
                 "step_bytes_per_collective": step, "backward_flow_bytes": 2 * step,
                 "backward_flow_packets": -(-2 * step // payload_bytes),
-                "queue_pairs_per_gpu": 1 if self.plan.parallel in ("fsdp", "dp") else None,
+                "queue_pairs_per_gpu": 1,
             }
         return out
 
 
+def _splits(total: int, n: int, imbalance: float, rng: random.Random) -> list[int]:
+    """Bytes to each of n peers: equal shares, or shares varying by up to +-imbalance."""
+    weights = [1.0 + imbalance * rng.uniform(-1, 1) for _ in range(n)]
+    raw = [int(total * w / sum(weights)) for w in weights]
+    raw[0] += total - sum(raw)
+    return raw
+
+
 def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
+    plan.check_model(model)
     nbytes = BYTES_PER_PARAM[plan.precision]
-    dims = plan.dims
-    involved = [True] * len(dims)
-    nodes: list[EtNode] = []
-
-    def add(name: str, kind: str, data: list[int] = (), ctrl: list[int] = (), dur: int = 0, **attrs: Any) -> int:
-        nid = len(nodes)
-        nodes.append(EtNode(nid, name, kind, [d for d in data if d is not None], [c for c in ctrl if c is not None], dur, attrs))
-        return nid
-
-    def coll(name: str, ctype: str, size: int, data: list[int] = (), ctrl: list[int] = ()) -> int:
-        return add(name, "COMM_COLL_NODE", data, ctrl, comm_type=COMM_TYPES[ctype], comm_size=size, pg_name="0", involved_dim=involved,
-                   is_cpu_op=False)
-
     us = units(model, plan)
     fwd_time = [roofline_micros(u.forward_flops, u.forward_bytes, plan) for u in us]
-    prev_comp = prev_ag = None
-    for u, t in zip(us, fwd_time):
-        ag = coll(f"{u.name}.fwd.all_gather", "ALL_GATHER", u.params * nbytes, ctrl=[prev_ag]) if plan.parallel == "fsdp" else None
-        prev_comp = add(f"{u.name}.fwd", "COMP_NODE", data=[ag], ctrl=[prev_comp], dur=t, num_ops=int(u.forward_flops),
-                        tensor_size=u.params * nbytes, is_cpu_op=False)
-        prev_ag = ag if ag is not None else prev_ag
-    prev_ag = None
-    for u, t in zip(reversed(us), reversed(fwd_time)):
-        ag = coll(f"{u.name}.bwd.all_gather", "ALL_GATHER", u.params * nbytes, ctrl=[prev_ag or prev_comp]) if plan.parallel == "fsdp" else None
-        comp = add(f"{u.name}.bwd", "COMP_NODE", data=[ag], ctrl=[prev_comp], dur=2 * t, num_ops=int(2 * u.forward_flops),
-                   tensor_size=u.params * nbytes, is_cpu_op=False)
-        if plan.parallel == "fsdp":
-            coll(f"{u.name}.bwd.reduce_scatter", "REDUCE_SCATTER", u.params * nbytes, data=[comp])
-        else:
-            coll(f"{u.name}.bwd.all_reduce", "ALL_REDUCE", u.params * nbytes, data=[comp])
-        prev_comp, prev_ag = comp, ag
+    groups = Groups(plan)
+    tokens = plan.seq * plan.micro_batch
+    act = tokens * model.hidden * plan.act_bytes  # one activation tensor of the block
+    dispatch = tokens * model.top_k * model.hidden * plan.act_bytes  # routed tokens leaving a rank
     rng = random.Random(plan.seed)
+
+    def rank_graph(rank: int) -> list[EtNode]:
+        nodes: list[EtNode] = []
+        dp, tp, ep, edp = groups.dp(rank), groups.tp(rank), groups.ep(rank), groups.edp(rank)
+
+        def add(name: str, kind: str, data=(), ctrl=(), dur: int = 0, **attrs: Any) -> int:
+            nodes.append(EtNode(len(nodes), name, kind, [d for d in data if d is not None], [c for c in ctrl if c is not None], dur, attrs))
+            return len(nodes) - 1
+
+        def coll(name: str, ctype: str, size: int, group: str | None, data=(), ctrl=(), **extra: Any) -> int | None:
+            if group is None or size == 0:
+                return None
+            return add(name, "COMM_COLL_NODE", data, ctrl, comm_type=COMM_TYPES[ctype], comm_size=size, pg_name=group,
+                       involved_dim=[True, True], is_cpu_op=False, **extra)
+
+        def a2a(name: str, data) -> int | None:
+            members = groups.ranks[ep]
+            return coll(name, "ALL_TO_ALL", dispatch, ep, data=data,
+                        split_sizes=_splits(dispatch, len(members), plan.imbalance, rng))
+
+        def compute(u: Unit, t: int, tag: str, data, ctrl, scale: int) -> int:
+            """The unit's compute; with TP or EP, split where the block communicates."""
+            base = dict(is_cpu_op=False, tensor_size=(u.params + u.expert_params) * nbytes)
+            if not u.is_block or (tp_size == 1 and not (u.moe and ep_size > 1)):
+                return add(f"{u.name}.{tag}", "COMP_NODE", data, ctrl, scale * t, num_ops=int(scale * u.forward_flops), **base)
+            half = max(1, scale * t // 2)
+            first = add(f"{u.name}.{tag}.attention", "COMP_NODE", data, ctrl, half, num_ops=int(scale * u.forward_flops / 2), **base)
+            if u.moe and ep_size > 1:
+                mid = a2a(f"{u.name}.{tag}.dispatch", [first])
+            else:
+                mid = coll(f"{u.name}.{tag}.attention.all_reduce", "ALL_REDUCE", act, tp, data=[first])
+            second = add(f"{u.name}.{tag}.mlp", "COMP_NODE", [mid if mid is not None else first], [], half,
+                         num_ops=int(scale * u.forward_flops / 2), **base)
+            if u.moe and ep_size > 1:
+                return a2a(f"{u.name}.{tag}.combine", [second])
+            end = coll(f"{u.name}.{tag}.mlp.all_reduce", "ALL_REDUCE", act, tp, data=[second])
+            return second if end is None else end
+
+        tp_size, ep_size = plan.tp, plan.ep
+        fsdp = plan.parallel == "fsdp"
+        prev, prev_ag = None, None
+        for u, t in zip(us, fwd_time):
+            ags = [coll(f"{u.name}.fwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag]),
+                   coll(f"{u.name}.fwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[prev_ag])] if fsdp else []
+            prev = compute(u, t, "fwd", [a for a in ags if a is not None], [prev], 1)
+            prev_ag = next((a for a in reversed(ags) if a is not None), prev_ag)
+        prev_ag = None
+        for u, t in zip(reversed(us), reversed(fwd_time)):
+            ags = [coll(f"{u.name}.bwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag or prev]),
+                   coll(f"{u.name}.bwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[prev_ag or prev])] if fsdp else []
+            done = compute(u, t, "bwd", [a for a in ags if a is not None], [prev], 2)
+            kind, verb = ("REDUCE_SCATTER", "reduce_scatter") if fsdp else ("ALL_REDUCE", "all_reduce")
+            coll(f"{u.name}.bwd.{verb}", kind, u.params * nbytes, dp, data=[done])
+            coll(f"{u.name}.bwd.experts.{verb}", kind, u.expert_params * nbytes, edp, data=[done])
+            prev, prev_ag = done, next((a for a in reversed(ags) if a is not None), prev_ag)
+        return nodes
+
+    # Ranks in the same groups run the same graph (unless EP routing is skewed): build it once.
+    built: dict[tuple, list[EtNode]] = {}
+    graphs = []
+    for r in range(plan.world):
+        key = (groups.dp(r), groups.tp(r), groups.ep(r), groups.edp(r)) if plan.imbalance == 0 else (r,)
+        if key not in built:
+            built[key] = rank_graph(r)
+        graphs.append(built[key])
     servers = list(range(plan.servers))
-    rng.shuffle(servers)
+    random.Random(plan.seed).shuffle(servers)
     g = plan.gpus_per_server
     placement = [servers[r // g] * g + r % g for r in range(plan.world)]
-    return Synthesis(model, plan, nodes, placement)
+    return Synthesis(model, plan, graphs, groups.ranks, placement)
 
 
 def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[str, Any]:
@@ -216,9 +362,12 @@ def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prefix = prefix or s.model.name
-    blob = encode_trace(s.nodes, {"model": s.model.name, "parallel": s.plan.parallel, "world": s.plan.world})
-    for rank in range(s.plan.world):
-        (out / f"{prefix}.{rank}.et").write_bytes(blob)  # every rank runs the same graph
+    meta = {"model": s.model.name, "parallel": s.plan.parallel, "world": s.plan.world}
+    encoded: dict[int, bytes] = {}  # ranks sharing a graph share its bytes
+    for rank, graph in enumerate(s.graphs):
+        if id(graph) not in encoded:
+            encoded[id(graph)] = encode_trace(graph, meta)
+        (out / f"{prefix}.{rank}.et").write_bytes(encoded[id(graph)])
     (out / "comm_groups.json").write_text(json.dumps(s.comm_groups()))
     (out / "placement.json").write_text(json.dumps({"rank_to_host": s.placement}))
     summary = s.summary()
