@@ -218,3 +218,53 @@ def test_plan_shape_constraints_are_refused():
         Plan("fsdp", world=12, gpus_per_server=4, tp=8)
     with pytest.raises(ConfigError, match="tp > 1 together with ep > 1"):
         Plan("fsdp", world=16, gpus_per_server=8, tp=2, ep=2)
+
+
+def one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:
+    """The 1F1B order written out independently: warm-up forwards, alternate, drain backwards."""
+    warm = min(stages - stage - 1, m)
+    fwd, bwd, order = list(range(m)), list(range(m)), []
+    order += [("fwd", fwd.pop(0)) for _ in range(warm)]
+    while fwd:
+        order += [("fwd", fwd.pop(0)), ("bwd", bwd.pop(0))]
+    order += [("bwd", b) for b in bwd]
+    return order
+
+
+def test_pipeline_runs_1f1b_with_matching_sends_and_receives():
+    pp, m, world = 4, 6, 8
+    syn = synthesize(ZOO["llama3-8b"], Plan("fsdp", world=world, gpus_per_server=8, pp=pp, microbatches=m, seq=1024))
+    sends, recvs = set(), set()
+    for rank, graph in enumerate(syn.graphs):
+        stage = rank // (world // pp)
+        first_block = next(n.name for n in graph if n.type == "COMP_NODE").split(".")[0]
+        seen = [(n.name.split(".")[1], int(n.name.split(".mb")[1].split(".")[0])) for n in graph
+                if n.type == "COMP_NODE" and n.name.startswith(first_block + ".") and n.name.count(".") >= 2]
+        assert seen == one_f_one_b(stage, pp, m), rank
+        for n in graph:
+            if n.type == "COMM_SEND_NODE":
+                sends.add((rank, n.attrs["comm_dst"], n.attrs["comm_tag"], n.attrs["comm_size"]))
+            if n.type == "COMM_RECV_NODE":
+                recvs.add((n.attrs["comm_src"], rank, n.attrs["comm_tag"], n.attrs["comm_size"]))
+    assert sends == recvs and len(sends) == 2 * (pp - 1) * m * (world // pp)
+    # Each stage holds 32/4 blocks; the first also the embedding, the last the head.
+    blocks = lambda r: {n.name.split(".")[0] for n in syn.graphs[r] if n.name.startswith("layer")}
+    assert blocks(0) == {f"layer{i}" for i in range(8)} and blocks(7) == {f"layer{i}" for i in range(24, 32)}
+
+
+def test_pipeline_bytes_per_rank_equal_the_closed_form():
+    """A middle stage sends m activations forward and m gradients back (seq x micro_batch x
+    hidden, bf16), and with FSDP gathers its stage once and reduce-scatters it once per
+    iteration over its dp = 2 replicas: 2 x 1/2 of the stage's parameters."""
+    h, ffn, seq, m = 4096, 14336, 1024, 6
+    syn = synthesize(ZOO["llama3-8b"], Plan("fsdp", world=8, gpus_per_server=8, pp=4, microbatches=m, seq=seq))
+    act = seq * h * 2
+    stage_params = 8 * llama_block(h, ffn, 32, 8)
+    assert syn.bytes_sent_per_rank(rank=2)["total"] == pytest.approx(2 * m * act + 2 * 1 / 2 * stage_params * 2, rel=1e-12)
+
+
+def test_pipeline_shapes_that_do_not_fit_are_refused():
+    with pytest.raises(ConfigError, match=r"pp \(5\) must divide the layers \(32\)"):
+        synthesize(ZOO["llama3-8b"], Plan("fsdp", world=10, gpus_per_server=2, pp=5, microbatches=5))
+    with pytest.raises(ConfigError, match=r"microbatches must be >= 1, and 1 without pipeline parallelism"):
+        Plan("fsdp", world=8, microbatches=4)

@@ -193,13 +193,16 @@ def trace_synthesize(
     tp: Annotated[int, typer.Option(help="Tensor-parallel degree (consecutive ranks, inside a server).")] = 1,
     ep: Annotated[int, typer.Option(help="Expert-parallel degree inside the data-parallel dimension (MoE models).")] = 1,
     imbalance: Annotated[float, typer.Option(help="EP routing skew: per-peer token shares vary by up to +-this fraction.")] = 0.0,
+    pp: Annotated[int, typer.Option(help="Pipeline stages (1F1B schedule; stages are the slowest rank index).")] = 1,
+    microbatches: Annotated[int, typer.Option(help="Microbatches per iteration with --pp > 1.")] = 1,
     out: Annotated[Path, typer.Option(help="Output folder: <model>.<rank>.et, comm_groups.json, placement.json, summary.json.")] = Path("runs/traces"),
 ) -> None:
     """Write one Chakra ET per rank for a model and parallelism plan, and print its summary."""
     from .traces.models import get_model
     from .traces.synthesis import Plan, synthesize, write
 
-    s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance))
+    s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance,
+                                                  pp, microbatches))
     summary = write(s, out)
     t = Table(title=f"{s.model.name}: {parallel} on {world} ranks ({summary['params'] / 1e9:.2f} B parameters, {precision})")
     for col in ("collective", "bytes", "per iteration"):

@@ -62,6 +62,8 @@ class Plan:
     tp: int = 1  # tensor parallel (Megatron-style: consecutive ranks, two all-reduces per block and pass)
     ep: int = 1  # expert parallel inside the data-parallel dimension (MoE models)
     imbalance: float = 0.0  # EP routing skew: per-peer token shares vary by up to +-imbalance
+    pp: int = 1  # pipeline stages (1F1B schedule)
+    microbatches: int = 1  # per iteration, with pp > 1; each has `micro_batch` sequences
 
     def __post_init__(self) -> None:
         if self.parallel not in ("fsdp", "dp"):
@@ -78,6 +80,10 @@ class Plan:
             raise ConfigError("seq and micro_batch must be >= 1", "seq")
         if self.tp < 1 or self.world % self.tp:
             raise ConfigError(f"world ({self.world}) must be a multiple of tp ({self.tp})", "tp")
+        if self.pp < 1 or self.world % (self.tp * self.pp):
+            raise ConfigError(f"world ({self.world}) must be a multiple of tp x pp ({self.tp} x {self.pp})", "pp")
+        if self.microbatches < 1 or (self.pp == 1 and self.microbatches != 1):
+            raise ConfigError(f"microbatches must be >= 1, and 1 without pipeline parallelism (got {self.microbatches} with pp = {self.pp})", "microbatches")
         if self.ep < 1 or self.dp % self.ep:
             raise ConfigError(f"the data-parallel size ({self.dp}) must be a multiple of ep ({self.ep})", "ep")
         if self.tp > 1 and self.ep > 1:
@@ -87,7 +93,12 @@ class Plan:
 
     @property
     def dp(self) -> int:
-        return self.world // self.tp
+        return self.world // (self.tp * self.pp)
+
+    @property
+    def stage_stride(self) -> int:
+        """Rank distance between neighbouring pipeline stages (stages are the slowest index)."""
+        return self.dp * self.tp
 
     @property
     def servers(self) -> int:
@@ -106,6 +117,8 @@ class Plan:
             raise ConfigError(f"ep ({self.ep}) needs a mixture-of-experts model; `{model.name}` is dense", "ep")
         if model.experts % self.ep:
             raise ConfigError(f"ep ({self.ep}) must divide the experts ({model.experts}) of `{model.name}`", "ep")
+        if model.layers % self.pp:
+            raise ConfigError(f"pp ({self.pp}) must divide the layers ({model.layers}) of `{model.name}`", "pp")
 
 
 @dataclass(frozen=True)
@@ -181,7 +194,9 @@ class Groups:
         return self._id(list(range(rank - rank % t, rank - rank % t + t)))
 
     def _dp_members(self, rank: int) -> list[int]:
-        return list(range(rank % self.plan.tp, self.plan.world, self.plan.tp))
+        stride = self.plan.stage_stride
+        base = rank - rank % stride + rank % self.plan.tp
+        return list(range(base, base + stride, self.plan.tp))
 
     def dp(self, rank: int) -> str | None:
         return self._id(self._dp_members(rank))
@@ -223,6 +238,12 @@ class Synthesis:
         sends each peer its split."""
         g_srv = self.plan.gpus_per_server
         up = out = 0.0
+        for n in self.graphs[rank]:
+            if n.type == "COMM_SEND_NODE":
+                if n.attrs["comm_dst"] // g_srv == rank // g_srv:
+                    up += n.attrs["comm_size"]
+                else:
+                    out += n.attrs["comm_size"]
         for n in self.collectives(rank):
             members = self.groups[n.attrs["pg_name"]]
             size = float(n.attrs["comm_size"])
@@ -252,7 +273,7 @@ class Synthesis:
             "comm_groups": len(self.groups),
         }
         p = self.plan
-        if 1 < p.gpus_per_server < p.world and p.tp == 1 and p.ep == 1:
+        if 1 < p.gpus_per_server < p.world and p.tp == 1 and p.ep == 1 and p.pp == 1:
             # Each ring step of the inter-server ring moves 1/world of a unit's bytes between
             # neighbours; in backward a gradient reduce-scatter and a parameter all-gather
             # share each ring link, so a ring flow per layer carries twice that.
@@ -325,6 +346,8 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
 
         tp_size, ep_size = plan.tp, plan.ep
         fsdp = plan.parallel == "fsdp"
+        if plan.pp > 1:
+            return pipeline(rank, nodes, add, coll, compute, dp, edp, fsdp)
         prev, prev_ag = None, None
         for u, t in zip(us, fwd_time):
             ags = [coll(f"{u.name}.fwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag]),
@@ -342,11 +365,59 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
             prev, prev_ag = done, next((a for a in reversed(ags) if a is not None), prev_ag)
         return nodes
 
+    def pipeline(rank, nodes, add, coll, compute, dp, edp, fsdp) -> list[EtNode]:
+        """1F1B on stage s of pp with m microbatches: pp - s - 1 warm-up forwards, then one
+        forward and one backward in turn, then the remaining backwards. Activations go to the
+        next stage and gradients back with send/recv pairs (tag = microbatch, + m for
+        gradients). FSDP gathers each unit once before the first forward and reduce-scatters
+        once after the last backward (parameters stay gathered across microbatches)."""
+        pp, m, stride = plan.pp, plan.microbatches, plan.stage_stride
+        stage = rank // stride
+        per = model.layers // pp
+        mine = [(u, t) for i, (u, t) in enumerate(zip(us, fwd_time))
+                if (i == 0 and stage == 0) or (i == len(us) - 1 and stage == pp - 1) or (0 < i < len(us) - 1 and (i - 1) // per == stage)]
+        ags: list[int] = []
+        prev = None
+        if fsdp:
+            for u, _ in mine:
+                for size, group, tag in ((u.params, dp, ""), (u.expert_params, edp, ".experts")):
+                    a = coll(f"{u.name}{tag}.all_gather", "ALL_GATHER", size * nbytes, group, ctrl=[prev])
+                    if a is not None:
+                        ags.append(a)
+                        prev = a
+            prev = None
+        warmup = min(pp - stage - 1, m)
+        order = [("F", j) for j in range(warmup)]
+        for j in range(m - warmup):
+            order += [("F", warmup + j), ("B", j)]
+        order += [("B", j) for j in range(m - warmup, m)]
+        for op, j in order:
+            fwd = op == "F"
+            src = rank - stride if fwd else rank + stride
+            has_src = stage > 0 if fwd else stage < pp - 1
+            tag = j if fwd else m + j
+            x = prev
+            if has_src:
+                x = add(f"{'act' if fwd else 'grad'}.mb{j}.recv", "COMM_RECV_NODE", [], [prev], comm_src=src, comm_size=act,
+                        comm_tag=tag, is_cpu_op=False)
+            for u, t in (mine if fwd else reversed(mine)):
+                x = compute(u, t, f"{'fwd' if fwd else 'bwd'}.mb{j}", [x, *ags], [], 1 if fwd else 2)
+            dst = rank + stride if fwd else rank - stride
+            if (stage < pp - 1) if fwd else (stage > 0):
+                add(f"{'act' if fwd else 'grad'}.mb{j}.send", "COMM_SEND_NODE", [x], [], comm_dst=dst, comm_size=act,
+                    comm_tag=tag, is_cpu_op=False)
+            prev = x
+        kind, verb = ("REDUCE_SCATTER", "reduce_scatter") if fsdp else ("ALL_REDUCE", "all_reduce")
+        for u, _ in reversed(mine):
+            coll(f"{u.name}.{verb}", kind, u.params * nbytes, dp, data=[prev])
+            coll(f"{u.name}.experts.{verb}", kind, u.expert_params * nbytes, edp, data=[prev])
+        return nodes
+
     # Ranks in the same groups run the same graph (unless EP routing is skewed): build it once.
     built: dict[tuple, list[EtNode]] = {}
     graphs = []
     for r in range(plan.world):
-        key = (groups.dp(r), groups.tp(r), groups.ep(r), groups.edp(r)) if plan.imbalance == 0 else (r,)
+        key = (groups.dp(r), groups.tp(r), groups.ep(r), groups.edp(r)) if plan.imbalance == 0 and plan.pp == 1 else (r,)
         if key not in built:
             built[key] = rank_graph(r)
         graphs.append(built[key])
