@@ -102,3 +102,14 @@ def test_cli_prints_one_line_errors_and_exits_2():
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: invalid config field `topology.k`: a k-ary fat tree needs an even k >= 2, got 5"]
+
+
+def test_engine_limits_on_frame_size_run_length_and_late_flows():
+    # Packets keep sizes in 16 bits and event times in 48-bit picoseconds: both are checked up front.
+    with pytest.raises(ConfigError, match=r"packet.payload_bytes.*limited to 65535 B"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", packet={"payload_bytes": 70000}, switch={"buffer_bytes": 10**6})
+    with pytest.raises(ConfigError, match=r"limits.max_time_ms.*limited to 100000 ms"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", limits={"max_time_ms": 200000})
+    late = {"kind": "flows", "src": [0], "dst": [1], "bytes": [4096], "start_ps": [2 * 10**12]}
+    with pytest.raises(FlowError, match=r"flow 0: field `start_ps`.*after limits.max_time_ms = 1000"):
+        simulate("fat-tree:k=4", late)

@@ -10,7 +10,7 @@ first layers). A Hugging Face `config.json` maps onto the same fields.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +108,6 @@ class ModelSpec:
     def total_params(self) -> int:
         return self.embedding_params() + sum(self.layer_params(i) for i in range(self.layers)) + self.head_params()
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _llama(name: str, layers: int, hidden: int, ffn: int, heads: int, vocab: int = 128256, kv: int = 8) -> ModelSpec:
     return ModelSpec(name, "llama", layers, hidden, ffn, heads, kv, vocab)
@@ -181,6 +178,3 @@ def from_hf_config(path: str | Path) -> ModelSpec:
                          v_head_dim=need("v_head_dim"), **common)
     return ModelSpec(name, "llama", ffn=need("intermediate_size"), **common)
 
-
-def with_overrides(model: ModelSpec, **fields: Any) -> ModelSpec:
-    return replace(model, **fields)

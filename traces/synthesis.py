@@ -310,6 +310,8 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
     def rank_graph(rank: int) -> list[EtNode]:
         nodes: list[EtNode] = []
         dp, tp, ep, edp = groups.dp(rank), groups.tp(rank), groups.ep(rank), groups.edp(rank)
+        tp_size, ep_size = plan.tp, plan.ep
+        fsdp = plan.parallel == "fsdp"
 
         def add(name: str, kind: str, data=(), ctrl=(), dur: int = 0, **attrs: Any) -> int:
             nodes.append(EtNode(len(nodes), name, kind, [d for d in data if d is not None], [c for c in ctrl if c is not None], dur, attrs))
@@ -344,8 +346,6 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
             end = coll(f"{u.name}.{tag}.mlp.all_reduce", "ALL_REDUCE", act, tp, data=[second])
             return second if end is None else end
 
-        tp_size, ep_size = plan.tp, plan.ep
-        fsdp = plan.parallel == "fsdp"
         if plan.pp > 1:
             return pipeline(rank, nodes, add, coll, compute, dp, edp, fsdp)
         prev, prev_ag = None, None

@@ -120,6 +120,25 @@ pub fn ecmp_index(salt: u64, hdr: &Header, n: usize) -> usize {
     (mix64(key ^ salt) % n as u64) as usize
 }
 
+/// Uniform choice among the ports whose key is smallest (one pass, reservoir sampling
+/// over the ties): JSQ uses queued bytes, SWITCH PKT AR its queue bins.
+pub fn argmin_random_tie(ports: &[PortId], key: impl Fn(PortId) -> u64, rng: &mut crate::rng::Rng) -> PortId {
+    use rand::Rng as _;
+    let (mut best, mut best_key, mut ties) = (ports[0], key(ports[0]), 1u32);
+    for &p in &ports[1..] {
+        let k = key(p);
+        if k < best_key {
+            (best, best_key, ties) = (p, k, 1);
+        } else if k == best_key {
+            ties += 1;
+            if rng.gen_range(0..ties) == 0 {
+                best = p;
+            }
+        }
+    }
+    best
+}
+
 /// A round-robin pointer over `n` ports: a random start and a random traversal
 /// order (OFAN §7), advanced by one per packet.
 pub struct Pointer {

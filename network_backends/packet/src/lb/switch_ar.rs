@@ -2,20 +2,18 @@
 //! candidate's queue into bins bounded by fractions of the buffer (default 5 %,
 //! 10 %, 20 %: OFAN paper Table 2) and picks uniformly among the lowest bin.
 
-use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
+use super::{argmin_random_tie, FlowId, Header, LbInit, LoadBalancer, SwitchView};
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
 use crate::topology::PortId;
 use crate::units::Time;
-use rand::Rng as _;
 
 pub struct SwitchAr {
     /// Bin edges as fractions of the port buffer, ascending.
     edges: [f64; 3],
     rng: Rng,
-    best: Vec<PortId>,
 }
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
@@ -24,14 +22,13 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let q2 = p.f64_in("quantum2", 0.10, q1, 1.0)?;
     let q3 = p.f64_in("quantum3", 0.20, q2, 1.0)?;
     p.finish()?;
-    Ok(Box::new(SwitchAr { edges: [q1, q2, q3], rng: derive_rng(init.seed, "lb.switch_ar", 0), best: Vec::new() }))
+    Ok(Box::new(SwitchAr { edges: [q1, q2, q3], rng: derive_rng(init.seed, "lb.switch_ar", 0) }))
 }
 
-impl SwitchAr {
-    fn bin(&self, queued: u64, buffer: u64) -> u8 {
-        let frac = queued as f64 / buffer as f64;
-        self.edges.iter().take_while(|&&e| frac >= e).count() as u8
-    }
+/// Index of the bin a queue falls in: the number of edges at or below its buffer fraction.
+fn bin(edges: &[f64; 3], queued: u64, buffer: u64) -> u64 {
+    let frac = queued as f64 / buffer as f64;
+    edges.iter().take_while(|&&e| frac >= e).count() as u64
 }
 
 impl LoadBalancer for SwitchAr {
@@ -40,18 +37,7 @@ impl LoadBalancer for SwitchAr {
     }
 
     fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
-        let mut best_bin = u8::MAX;
-        self.best.clear();
-        for &port in view.candidates {
-            let b = self.bin(view.queued_bytes[port as usize], view.buffer_bytes);
-            if b < best_bin {
-                best_bin = b;
-                self.best.clear();
-            }
-            if b == best_bin {
-                self.best.push(port);
-            }
-        }
-        self.best[self.rng.gen_range(0..self.best.len())]
+        let edges = &self.edges;
+        argmin_random_tie(view.candidates, |p| bin(edges, view.queued_bytes[p as usize], view.buffer_bytes), &mut self.rng)
     }
 }
