@@ -18,7 +18,7 @@ from .errors import TracefabricError
 app = typer.Typer(help="tracefabric: compare load-balancing and congestion-control schemes for AI training fabrics.", no_args_is_help=True)
 net = typer.Typer(help="Packet-level network runs: one scheme, or a comparison of several.", no_args_is_help=True)
 app.add_typer(net, name="net")
-trace = typer.Typer(help="Chakra execution traces: synthesize them for real model sizes.", no_args_is_help=True)
+trace = typer.Typer(help="Chakra execution traces: capture real PyTorch runs, convert, inspect, validate, synthesize.", no_args_is_help=True)
 app.add_typer(trace, name="trace")
 console = Console()
 err_console = Console(stderr=True)
@@ -217,6 +217,88 @@ def trace_synthesize(
         console.print(f"inter-server rings: {ring['rings']} x {ring['members']} servers; backward ring flow per layer "
                       f"{ring['backward_flow_bytes']:,.0f} B = {ring['backward_flow_packets']:.0f} packets of 4 KiB")
     console.print(f"wrote {world} traces to {out}")
+
+
+@trace.command("capture")
+def trace_capture(
+    out: Annotated[Path, typer.Option(help="Capture folder: capture.json, raw/rank<r>.{host,kineto}.json, records/, et/.")] = Path("runs/capture"),
+    workload: Annotated[str, typer.Option(help="Built-in workload: fsdp2-llama, fsdp1-llama or moe.")] = "fsdp2-llama",
+    script: Annotated[Optional[str], typer.Option(help="Your own step instead: FILE.py:FUNCTION or MODULE:FUNCTION; FUNCTION(ctx) returns the step callable.")] = None,
+    ranks: Annotated[int, typer.Option(help="Number of local ranks (processes).")] = 2,
+    backend: Annotated[str, typer.Option(help="gloo (CPU) or nccl (one GPU per rank).")] = "gloo",
+    warmup: Annotated[int, typer.Option(help="Steps run before recording (not in the trace).")] = 1,
+    steps: Annotated[int, typer.Option(help="Steps recorded.")] = 1,
+    convert: Annotated[bool, typer.Option(help="Also convert to Chakra ETs (out/et/).")] = True,
+) -> None:
+    """Profile training steps on every rank (ExecutionTraceObserver + Kineto) and convert them to Chakra ETs."""
+    from .traces.capture import capture
+    from .traces.workloads import get_workload
+
+    build = script if script else get_workload(workload)
+    folder = capture(build, out, ranks, backend, warmup, steps)
+    console.print(f"captured {ranks} ranks into {folder}")
+    if convert:
+        _convert_and_report(folder)
+
+
+@trace.command("convert")
+def trace_convert(
+    capture_dir: Annotated[Path, typer.Argument(help="A folder written by `trace capture`.")],
+    out: Annotated[Optional[Path], typer.Option(help="Where linked/, chakra/ and et/ go (default: the capture folder).")] = None,
+) -> None:
+    """Link and convert with Chakra's tools, then make collectives COMM nodes with sizes, groups and completion edges."""
+    _convert_and_report(capture_dir, out)
+
+
+def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
+    from .traces import validate as v
+    from .traces.convert import convert
+
+    et = convert(capture_dir, out)
+    traces, groups = v.load(et)
+    found = v.problems(traces, groups)
+    console.print(f"wrote {len(traces)} Chakra ETs to {et}: " + ("valid" if not found else f"{len(found)} problem(s), see `tracefabric trace validate {et}`"))
+
+
+@trace.command("inspect")
+def trace_inspect(
+    et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, or a prefix (dir/trace).")],
+    ranks: Annotated[int, typer.Option(help="Show at most this many ranks.")] = 8,
+) -> None:
+    """Node counts by type, collectives per group in order with sizes, and each rank's critical path."""
+    from .traces import validate as v
+
+    traces, groups = v.load(et)
+    t = Table(title=f"{len(traces)} ranks in {et}")
+    for col in ("rank", "nodes", "COMP", "COMM", "compute µs", "critical path µs"):
+        t.add_column(col, justify="right")
+    rows = v.inspect(traces)
+    for row in rows[:ranks]:
+        n = row["nodes"]
+        comm = sum(k for name, k in n.items() if name.startswith("COMM"))
+        t.add_row(str(row["rank"]), str(sum(n.values())), str(n.get("COMP_NODE", 0)), str(comm),
+                  f"{row['compute_us']:,}", f"{row['critical_path_us']:,}")
+    console.print(t)
+    for row in rows[:ranks]:
+        for g, seq in row["collectives"].items():
+            members = groups.get(g)
+            console.print(f"rank {row['rank']} group {g}{' ' + str(members) if members else ''}: " + ", ".join(seq))
+
+
+@trace.command("validate")
+def trace_validate(
+    et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, or a prefix (dir/trace).")],
+) -> None:
+    """Check schema version, dependencies (missing, self, cycles) and that every group's ranks issue the same collectives."""
+    from .traces import validate as v
+
+    traces, groups = v.load(et)
+    found = v.problems(traces, groups)
+    for p in found:
+        console.print(f"[red]{p}[/red]")
+    if found:
+        raise typer.Exit(1)
+    console.print(f"{len(traces)} ranks valid: schema {traces[0].meta.get('version')}, acyclic, collectives match across every group")
 
 
 def _parse_params(items: list[str]) -> dict[str, dict]:

@@ -97,8 +97,8 @@ def _messages(f: BinaryIO, path: Path) -> Iterator[bytes]:
         pos += size
 
 
-def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
-    """(metadata with `version`, nodes) of one ET file."""
+def read_pb_trace(path: str | Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
+    """The raw protobuf messages of one ET file (every field kept, for passes that rewrite it)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found", "et")
@@ -109,6 +109,8 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
             meta.ParseFromString(next(msgs))
         except StopIteration:
             raise ConfigError(f"{path}: empty trace (expected a GlobalMetadata message)", "et") from None
+        except Exception as e:
+            raise ConfigError(f"{path}: first message does not decode as Chakra GlobalMetadata ({e})", "et") from None
         nodes = []
         for i, raw in enumerate(msgs):
             m = pb.Node()
@@ -116,6 +118,13 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
                 m.ParseFromString(raw)
             except Exception as e:
                 raise ConfigError(f"{path}: node message {i} does not decode as a Chakra Node ({e})", "et") from None
-            nodes.append(EtNode(m.id, m.name, pb.NodeType.Name(m.type), list(m.data_deps), list(m.ctrl_deps),
-                                m.duration_micros, {a.name: _attr_value(a) for a in m.attr}))
+            nodes.append(m)
+    return meta, nodes
+
+
+def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
+    """(metadata with `version`, nodes) of one ET file."""
+    meta, msgs = read_pb_trace(path)
+    nodes = [EtNode(m.id, m.name, pb.NodeType.Name(m.type), list(m.data_deps), list(m.ctrl_deps),
+                    m.duration_micros, {a.name: _attr_value(a) for a in m.attr}) for m in msgs]
     return {"version": meta.version, **{a.name: _attr_value(a) for a in meta.attr}}, nodes

@@ -248,7 +248,7 @@ class Synthesis:
             members = self.groups[n.attrs["pg_name"]]
             size = float(n.attrs["comm_size"])
             if n.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]:
-                for peer, b in zip(members, n.attrs["split_sizes"]):
+                for peer, b in zip(members, n.attrs["comm_split_sizes"]):
                     if peer != rank:
                         if peer // g_srv == rank // g_srv:
                             up += b
@@ -326,7 +326,7 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
         def a2a(name: str, data) -> int | None:
             members = groups.ranks[ep]
             return coll(name, "ALL_TO_ALL", dispatch, ep, data=data,
-                        split_sizes=_splits(dispatch, len(members), plan.imbalance, rng))
+                        comm_split_sizes=_splits(dispatch, len(members), plan.imbalance, rng))
 
         def compute(u: Unit, t: int, tag: str, data, ctrl, scale: int) -> int:
             """The unit's compute; with TP or EP, split where the block communicates."""

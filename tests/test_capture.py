@@ -1,0 +1,280 @@
+"""Capture real PyTorch runs (CPU, gloo) and check the converted Chakra ETs against what the
+model and the training script say independently."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the capture path needs torch (a dependency of tracefabric)")
+
+from chakra.schema.protobuf import et_def_pb2 as pb  # noqa: E402
+from tracefabric.traces import validate as v  # noqa: E402
+from tracefabric.traces.capture import capture  # noqa: E402
+from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace  # noqa: E402
+from tracefabric.traces.convert import ConversionError, convert, kineto_sync_dependencies  # noqa: E402
+from tracefabric.traces.workloads import get_workload  # noqa: E402
+from tracefabric.traces.workloads.tiny_llama import TinyLlamaConfig  # noqa: E402
+
+FP32 = 4
+MOE = {"tokens": 16, "dim": 8, "delay_rank": 1, "delay_ms": 300.0}
+
+
+@pytest.fixture(scope="module")
+def fsdp2(tmp_path_factory) -> Path:
+    out = capture(get_workload("fsdp2-llama"), tmp_path_factory.mktemp("fsdp2"), world=2)
+    return convert(out)
+
+
+@pytest.fixture(scope="module")
+def moe(tmp_path_factory) -> Path:
+    out = capture(get_workload("moe"), tmp_path_factory.mktemp("moe"), world=4, **MOE)
+    return convert(out)
+
+
+def colls(et: Path, rank: int) -> list:
+    _, nodes = read_trace(et / f"trace.{rank}.et")
+    return [n for n in nodes if n.type == "COMM_COLL_NODE"]
+
+
+def padded_bytes(shapes: list[tuple[int, ...]], world: int) -> int:
+    """FSDP2 shards each parameter on dim 0 into `world` equal chunks, padding dim 0 up."""
+    return sum(math.ceil(s[0] / world) * world * math.prod(s[1:]) for s in shapes) * FP32
+
+
+def fsdp_expected(world: int, flat: bool) -> list[tuple[str, int]]:
+    """The collective sequence of one FSDP training step of the tiny Llama, from its shapes.
+
+    FSDP2 shards each parameter on dim 0 (padding dim 0 up); FSDP1 flattens each unit into one
+    FlatParameter padded to a multiple of the world size. Forward all-gathers every unit (root
+    first, then blocks in order). Non-root units reshard after forward and the root does not, so
+    backward all-gathers the blocks again (last first) and reduce-scatters every unit's
+    gradients, the root's last."""
+    c = TinyLlamaConfig()
+    kv = c.dim // c.heads * c.kv_heads
+    block_shapes = [(c.dim, c.dim), (kv, c.dim), (kv, c.dim), (c.dim, c.dim), (c.ffn, c.dim), (c.ffn, c.dim),
+                    (c.dim, c.ffn), (c.dim,), (c.dim,)]
+    root_shapes = [(c.vocab, c.dim), (c.dim,), (c.vocab, c.dim)]
+    if flat:
+        block, root = (math.ceil(sum(math.prod(s) for s in shapes) / world) * world * FP32
+                       for shapes in (block_shapes, root_shapes))
+    else:
+        block, root = padded_bytes(block_shapes, world), padded_bytes(root_shapes, world)
+    assert block == c.block_params() * FP32 == 37_120 and root == c.root_params() * FP32 == 16_512
+    blocks = [("ALL_GATHER", block)] * c.layers
+    return ([("ALL_GATHER", root)] + blocks + blocks
+            + [("REDUCE_SCATTER", block)] * c.layers + [("REDUCE_SCATTER", root)])
+
+
+def assert_fsdp_sequence(et: Path, world: int, flat: bool) -> None:
+    expected = fsdp_expected(world, flat)
+    for rank in range(world):
+        got = [(comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in colls(et, rank)]
+        assert got == expected
+        assert {n.attrs["pg_name"] for n in colls(et, rank)} == {"0"}
+    assert json.loads((et / "comm_groups.json").read_text()) == {"0": list(range(world))}
+
+
+def test_fsdp2_collectives_match_the_reshard_policy_and_parameter_counts(fsdp2):
+    assert_fsdp_sequence(fsdp2, 2, flat=False)
+
+
+def test_fsdp1_flat_parameters_give_the_same_sequence(tmp_path):
+    out = capture(get_workload("fsdp1-llama"), tmp_path, world=2)
+    assert_fsdp_sequence(convert(out), 2, flat=True)
+
+
+def test_every_collective_has_a_consumer_and_no_backend_records_remain(fsdp2, moe):
+    for et, world in ((fsdp2, 2), (moe, 4)):
+        for rank in range(world):
+            _, nodes = read_trace(et / f"trace.{rank}.et")
+            waited = {d for n in nodes for d in n.data_deps}
+            comm = [n for n in nodes if n.type.startswith("COMM")]
+            assert comm and all(n.id in waited for n in comm)
+            assert not [n.name for n in nodes if n.name.startswith(("gloo:", "nccl:"))]
+            assert all(not n.attrs["is_cpu_op"] for n in comm)
+
+
+def test_moe_all_to_all_splits_equal_the_tokens_the_script_routed(moe):
+    row = MOE["dim"] * FP32
+    for rank in range(4):
+        rec = json.loads((moe.parent / "records" / f"rank{rank}.json").read_text())
+        send = next(x["value"] for x in rec["send_tokens"] if x["step"] == 1)  # step 0 is the warm-up
+        recv = next(x["value"] for x in rec["recv_tokens"] if x["step"] == 1)
+        a2a = [n for n in colls(moe, rank) if comm_type_name(n.attrs["comm_type"]) == "ALL_TO_ALL"]
+        counts, dispatch, combine, combine_grad = a2a
+        assert counts.attrs["comm_split_sizes"] == [8] * 4  # one int64 token count per peer
+        assert dispatch.attrs["comm_split_sizes"] == [t * row for t in send]
+        assert dispatch.attrs["comm_recv_split_sizes"] == [t * row for t in recv]
+        assert dispatch.attrs["comm_size"] == sum(send) * row == MOE["tokens"] * row
+        assert combine.attrs["comm_split_sizes"] == [t * row for t in recv]
+        assert combine_grad.attrs["comm_split_sizes"] == [t * row for t in send]
+
+
+def test_waiting_for_a_straggler_is_separated_from_the_collective(moe):
+    """Rank 1 sleeps 300 ms before the dispatch: ranks receiving its tokens wait ~300 ms; the
+    all-to-all itself (a few hundred bytes) takes a small fraction of that."""
+    delay_us = MOE["delay_ms"] * 1e3
+    waiting = 0
+    for rank in range(4):
+        rec = json.loads((moe.parent / "records" / f"rank{rank}.json").read_text())
+        recv = next(x["value"] for x in rec["recv_tokens"] if x["step"] == 1)
+        dispatch = colls(moe, rank)[1]
+        if rank != 1 and recv[1] > 0:
+            waiting += 1
+            assert dispatch.attrs["wait_micros"] >= 0.8 * delay_us
+            assert dispatch.duration_micros < 0.5 * delay_us
+            assert dispatch.attrs["own_micros"] == dispatch.duration_micros
+    assert waiting >= 1
+    assert colls(moe, 1)[1].attrs["wait_micros"] < 0.2 * delay_us
+
+
+def test_converted_traces_validate_and_decode_with_chakra_jsonizer(fsdp2, moe, tmp_path):
+    for et in (fsdp2, moe):
+        traces, groups = v.load(et)
+        assert v.problems(traces, groups) == []
+    out = tmp_path / "rank0.json"
+    subprocess.run(["chakra_jsonizer", "--input_filename", str(moe / "trace.0.et"), "--output_filename", str(out)],
+                   check=True, capture_output=True)
+    text = out.read_text()
+    ours = [n for n in read_trace(moe / "trace.0.et")[1] if n.type == "COMM_COLL_NODE"]
+    assert text.count("COMM_COLL_NODE") == len(ours) == 5
+    assert text.count('"comm_split_sizes"') == 4
+
+
+def _rewrite(src: Path, dst: Path, rank: int, edit) -> Path:
+    shutil.copytree(src, dst)
+    meta, nodes = read_pb_trace(dst / f"trace.{rank}.et")
+    nodes = edit(meta, nodes) or nodes
+    with open(dst / f"trace.{rank}.et", "wb") as f:
+        f.write(_framed(meta))
+        for n in nodes:
+            f.write(_framed(n))
+    return dst
+
+
+def _problems(et: Path) -> str:
+    traces, groups = v.load(et)
+    return "\n".join(v.problems(traces, groups))
+
+
+def test_validate_names_rank_node_and_field_for_each_corruption(fsdp2, moe, tmp_path):
+    def by_name(nodes, kind):
+        return [n for n in nodes if n.type == pb.NodeType.Value(kind)]
+
+    def cycle(meta, nodes):
+        a, b = by_name(nodes, "COMM_COLL_NODE")[:2]
+        a.data_deps.append(b.id)  # b (later) already depends on a through the chain
+        return nodes
+
+    msg = _problems(_rewrite(fsdp2, tmp_path / "cycle", 1, cycle))
+    assert "rank 1" in msg and "dependency cycle through nodes" in msg
+
+    def missing(meta, nodes):
+        comm = by_name(nodes, "COMM_COLL_NODE")[0]
+        return [n for n in nodes if n.id != comm.id]
+
+    msg = _problems(_rewrite(fsdp2, tmp_path / "missing", 0, missing))
+    assert "rank 0" in msg and "refers to missing node" in msg
+    assert "rank 1 issues 8 collectives, rank 0 issues 7" in msg
+
+    def resize(meta, nodes):
+        n = by_name(nodes, "COMM_COLL_NODE")[1]
+        next(a for a in n.attr if a.name == "comm_size").int64_val = 999
+        return nodes
+
+    msg = _problems(_rewrite(fsdp2, tmp_path / "resize", 1, resize))
+    assert "collective #1: rank 0 has ALL_GATHER 37120 B" in msg and "rank 1 has ALL_GATHER 999 B" in msg
+
+    def schema(meta, nodes):
+        meta.version = "0.0.3"
+
+    msg = _problems(_rewrite(fsdp2, tmp_path / "schema", 0, schema))
+    assert "field 'version' is '0.0.3'; supported: 0.0.4" in msg
+
+    def self_loop(meta, nodes):
+        nodes[0].ctrl_deps.append(nodes[0].id)
+
+    msg = _problems(_rewrite(fsdp2, tmp_path / "self", 0, self_loop))
+    assert f"node {read_pb_trace(fsdp2 / 'trace.0.et')[1][0].id}" in msg and "'ctrl_deps' points to the node itself" in msg
+
+    def split(meta, nodes):
+        n = by_name(nodes, "COMM_COLL_NODE")[1]
+        sizes = next(a for a in n.attr if a.name == "comm_split_sizes").int64_list.values
+        sizes[2] += 32
+
+    msg = _problems(_rewrite(moe, tmp_path / "split", 0, split))
+    assert "rank 0 sends" in msg and "to rank 2" in msg and "comm_recv_split_sizes" in msg
+
+
+def test_validate_reports_unmatched_send(tmp_path):
+    from tracefabric.traces.models import get_model
+    from tracefabric.traces.synthesis import Plan, synthesize, write
+
+    s = synthesize(get_model("gpt2-small"), Plan(parallel="dp", world=4, gpus_per_server=1, pp=2, microbatches=2))
+    write(s, tmp_path / "pp")
+    traces, groups = v.load(tmp_path / "pp")
+    assert v.problems(traces, groups) == []  # synthesized traces pass the same checks
+
+    def drop_recv(meta, nodes):
+        recv = by_name_first(nodes, "COMM_RECV_NODE")
+        return [n for n in nodes if n.id != recv.id and recv.id not in n.data_deps]
+
+    def by_name_first(nodes, kind):
+        return next(n for n in nodes if n.type == pb.NodeType.Value(kind))
+
+    rank = next(t.rank for t in traces if any(n.type == "COMM_RECV_NODE" for n in t.nodes))
+    prefix = traces[0].path.name.rsplit(".", 2)[0]
+    bad = tmp_path / "bad"
+    shutil.copytree(tmp_path / "pp", bad)
+    meta, nodes = read_pb_trace(bad / f"{prefix}.{rank}.et")
+    with open(bad / f"{prefix}.{rank}.et", "wb") as f:
+        f.write(_framed(meta))
+        for n in drop_recv(meta, nodes):
+            f.write(_framed(n))
+    assert "1 send(s), 0 receive(s): a simulator would deadlock" in _problems(bad)
+
+
+def test_cli_validate_fails_with_the_message(fsdp2, tmp_path):
+    def schema(meta, nodes):
+        meta.version = "9.9"
+
+    bad = _rewrite(fsdp2, tmp_path / "bad", 1, schema)
+    r = subprocess.run(["tracefabric", "trace", "validate", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1 and "rank 1" in r.stdout and "'9.9'" in r.stdout
+    r = subprocess.run(["tracefabric", "trace", "validate", str(fsdp2)], capture_output=True, text=True)
+    assert r.returncode == 0 and "2 ranks valid" in r.stdout
+
+
+def test_sync_dependencies_from_kineto():
+    """A synchronize call depends on the kernel that finished last before it returned."""
+    k = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k1", "ts": 0, "dur": 10, "args": {"External id": 1}},
+        {"ph": "X", "cat": "kernel", "name": "k2", "ts": 5, "dur": 15, "args": {"External id": 2}},
+        {"ph": "X", "cat": "kernel", "name": "k3", "ts": 30, "dur": 5, "args": {"External id": 3}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "ts": 12, "dur": 13,
+         "args": {"External id": 9}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 26, "dur": 1, "args": {"External id": 3}},
+    ]}
+    assert kineto_sync_dependencies(k) == {9: [2]}
+
+
+def test_bad_capture_inputs_are_named(tmp_path):
+    with pytest.raises(ConversionError, match="capture.json: file not found"):
+        convert(tmp_path)
+    (tmp_path / "capture.json").write_text(json.dumps({"world": 1}))
+    with pytest.raises(ConversionError, match=r"rank0\.host\.json: file not found"):
+        convert(tmp_path)
+    from tracefabric.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown backend 'mpi'"):
+        capture(get_workload("moe"), tmp_path, world=2, backend="mpi")
+    with pytest.raises(ConfigError, match="FILE.py:FUNCTION"):
+        capture("no_colon", tmp_path, world=2)
+    with pytest.raises(ConfigError, match="unknown workload 'bert'"):
+        get_workload("bert")

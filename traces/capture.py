@@ -1,0 +1,193 @@
+"""Capture real PyTorch training steps as Chakra host (execution) and device (Kineto) traces.
+
+One profiler session per rank records both traces for the chosen steps: PyTorch's
+`ExecutionTraceObserver` (the Chakra host trace: every operator with its tensors) and Kineto
+(the Chakra device trace: when each operator ran). Warm-up steps run under the profiler's
+`warmup` phase so they are executed but not recorded.
+
+Output directory layout (all paths absolute; `trace convert` reads it):
+
+    OUT/capture.json              world size, backend, device, steps, torch version, process groups
+    OUT/raw/rank<r>.host.json     host trace of rank r (ExecutionTraceObserver)
+    OUT/raw/rank<r>.kineto.json   device trace of rank r (Kineto, Chrome trace format)
+    OUT/records/rank<r>.json      what the workload itself recorded (token counts, parameter counts)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import ConfigError
+
+BACKENDS = ("gloo", "nccl")
+
+
+@dataclass
+class RankContext:
+    """What a workload's `build` function gets on each rank."""
+
+    rank: int
+    world: int
+    backend: str
+    device: Any  # torch.device
+    out: Path
+    records: dict[str, Any] = field(default_factory=dict)
+    step_index: int = -1  # the step now running (0 = first warm-up step)
+    recorded_steps: tuple[int, ...] = ()
+
+    def record(self, key: str, value: Any) -> None:
+        """Keep a value the workload measured itself (tests compare traces against these)."""
+        self.records.setdefault(key, []).append({"step": self.step_index, "value": value})
+
+
+def process_groups() -> list[dict[str, Any]]:
+    """Every process group this rank belongs to: name (as the trace's `pg_name` says it), description,
+    backend and member ranks in group-rank order."""
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+
+    groups = []
+    for pg, name in c10d._world.pg_names.items():  # noqa: SLF001 (the only place torch keeps this map)
+        ranks = c10d._world.pg_group_ranks.get(pg, {})  # noqa: SLF001
+        ordered = [g for g, _ in sorted(ranks.items(), key=lambda kv: kv[1])]
+        groups.append({"pg_name": name, "pg_desc": getattr(pg, "group_desc", ""),
+                       "backend": dist.get_backend(pg), "ranks": ordered})
+    return groups
+
+
+class TraceCapture:
+    """Profile `steps` training steps after `warmup` unrecorded ones, on this rank.
+
+        with TraceCapture(out, rank, warmup=1, steps=1) as cap:
+            for _ in cap.steps():
+                train_step()
+    """
+
+    def __init__(self, out: str | Path, rank: int, warmup: int = 1, steps: int = 1, cuda: bool = False) -> None:
+        if warmup < 0 or steps < 1:
+            raise ConfigError(f"capture: need warmup >= 0 and steps >= 1 (got warmup={warmup}, steps={steps})", "steps")
+        self.out = Path(out).resolve()
+        self.rank, self.warmup, self.n_steps, self.cuda = rank, warmup, steps, cuda
+        self.host_path = self.out / "raw" / f"rank{rank}.host.json"
+        self.kineto_path = self.out / "raw" / f"rank{rank}.kineto.json"
+        self._prof = None
+
+    def __enter__(self) -> TraceCapture:
+        from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
+
+        self.host_path.parent.mkdir(parents=True, exist_ok=True)
+        observer = ExecutionTraceObserver().register_callback(str(self.host_path))
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        self._prof = profile(
+            activities=activities,
+            schedule=schedule(wait=0, warmup=self.warmup, active=self.n_steps, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(self.kineto_path)),
+            execution_trace_observer=observer,
+            record_shapes=True,
+            acc_events=True,
+        )
+        self._prof.__enter__()
+        return self
+
+    def steps(self):
+        """Yield the index of each step (warm-up ones first); advances the profiler after each."""
+        for i in range(self.warmup + self.n_steps):
+            yield i
+            self._prof.step()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._prof.__exit__(*exc)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def resolve_build(build: Callable | str) -> Callable:
+    """A build function, or its name: `path/to/script.py:func` or `package.module:func`."""
+    if callable(build):
+        return build
+    import importlib
+    import importlib.util
+
+    target, _, func = str(build).rpartition(":")
+    if not target or not func:
+        raise ConfigError(f"capture: --script must be FILE.py:FUNCTION or MODULE:FUNCTION (got {build!r})", "script")
+    if target.endswith(".py"):
+        path = Path(target).resolve()
+        if not path.is_file():
+            raise ConfigError(f"capture: script {path} not found", "script")
+        spec = importlib.util.spec_from_file_location(f"tracefabric_user_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise ConfigError(f"capture: {target} has no function {func!r}", "script")
+    return fn
+
+
+def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: Callable | str, options: dict,
+               warmup: int, steps: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)  # ranks share the machine's cores
+    cuda = backend == "nccl"
+    if cuda:
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+    device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    dist.init_process_group(backend, rank=rank, world_size=world, device_id=device if cuda else None)
+    try:
+        ctx = RankContext(rank, world, backend, device, Path(out),
+                          recorded_steps=tuple(range(warmup, warmup + steps)))
+        step = resolve_build(build)(ctx, **options)
+        with TraceCapture(out, rank, warmup, steps, cuda=cuda) as cap:
+            for i in cap.steps():
+                ctx.step_index = i
+                step()
+                if cuda:
+                    torch.cuda.synchronize()
+        (Path(out) / "records").mkdir(exist_ok=True)
+        (Path(out) / "records" / f"rank{rank}.json").write_text(json.dumps(ctx.records))
+        if rank == 0:
+            meta = {"world": world, "backend": backend, "device": device.type, "warmup": warmup, "steps": steps,
+                    "torch": torch.__version__, "process_groups": process_groups(), **options}
+            (Path(out) / "capture.json").write_text(json.dumps(meta, indent=1))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def capture(build: Callable | str, out: str | Path, world: int, backend: str = "gloo", warmup: int = 1,
+            steps: int = 1, **options: Any) -> Path:
+    """Run `build(ctx, **options)` -> step function on `world` local ranks and profile its steps.
+
+    `build` is a module-level function (child processes import it) or its name as
+    `script.py:func` / `module:func`. Returns the absolute output directory.
+    """
+    import torch
+    import torch.multiprocessing as mp
+
+    if backend not in BACKENDS:
+        raise ConfigError(f"capture: unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})", "backend")
+    if world < 1:
+        raise ConfigError(f"capture: world must be >= 1 (got {world})", "world")
+    if backend == "nccl" and torch.cuda.device_count() < 1:
+        raise ConfigError("capture: backend nccl needs a CUDA GPU and none is visible (use --backend gloo on CPU)",
+                          "backend")
+    resolve_build(build)  # fail here, not in every rank, on a bad script name
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps),
+             nprocs=world, join=True)
+    return out

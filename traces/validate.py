@@ -1,0 +1,255 @@
+"""Inspect and validate a set of per-rank Chakra ETs (`<prefix>.<rank>.et` + `comm_groups.json`).
+
+Validation reports every problem it finds, each naming the rank, file, node id and field:
+unsupported schema version, duplicate node ids, dependencies on missing nodes or on the node
+itself, dependency cycles, communication nodes without the attributes a simulator needs,
+collective sequences that differ between the ranks of a group (type, size, all-to-all splits),
+and sends without a matching receive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .chakra_io import COMM_TYPES, SCHEMA_VERSION, EtNode, comm_type_name, read_trace
+
+SUPPORTED_VERSIONS = (SCHEMA_VERSION,)
+COMM_NODES = ("COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE")
+
+
+class ValidationError(ConfigError):
+    """One or more problems in a set of ETs; `problems` lists them all."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"{len(problems)} problem(s):\n  " + "\n  ".join(problems), "et")
+        self.problems = problems
+
+
+@dataclass
+class RankTrace:
+    rank: int
+    path: Path
+    meta: dict[str, Any]
+    nodes: list[EtNode]
+
+
+def load(where: str | Path) -> tuple[list[RankTrace], dict[str, list[int]]]:
+    """ETs of every rank: `where` is a directory holding `<prefix>.<r>.et` files, or a prefix
+    (`dir/trace` for `dir/trace.0.et`, ...). Ranks must be 0..N-1 with none missing."""
+    where = Path(where)
+    folder, prefix = (where, None) if where.is_dir() else (where.parent, where.name)
+    found: dict[int, Path] = {}
+    for p in sorted(folder.glob("*.et")):
+        m = re.fullmatch(r"(.+)\.(\d+)\.et", p.name)
+        if m and (prefix is None or m.group(1) == prefix):
+            found[int(m.group(2))] = p
+    if not found:
+        raise ConfigError(f"{where}: no Chakra ETs named <prefix>.<rank>.et found", "workload")
+    missing = sorted(set(range(max(found) + 1)) - set(found))
+    if missing:
+        raise ConfigError(f"{where}: ranks {missing} have no ET (found ranks {sorted(found)})", "workload")
+    traces = []
+    for r in sorted(found):
+        meta, nodes = read_trace(found[r])
+        traces.append(RankTrace(r, found[r], meta, nodes))
+    groups_path = folder / "comm_groups.json"
+    groups = json.loads(groups_path.read_text()) if groups_path.is_file() else {}
+    return traces, {str(k): list(v) for k, v in groups.items()}
+
+
+def _deps(n: EtNode) -> list[int]:
+    return list(n.data_deps) + list(n.ctrl_deps)
+
+
+def _topological(nodes: list[EtNode]) -> tuple[list[int], list[int]]:
+    """(order, ids left on a cycle) by Kahn's algorithm over data and control dependencies."""
+    ids = {n.id for n in nodes}
+    indeg = {n.id: len({d for d in _deps(n) if d in ids and d != n.id}) for n in nodes}
+    users: dict[int, list[int]] = defaultdict(list)
+    for n in nodes:
+        for d in {d for d in _deps(n) if d in ids and d != n.id}:
+            users[d].append(n.id)
+    ready = [i for i, k in indeg.items() if k == 0]
+    order = []
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    return order, sorted(i for i, k in indeg.items() if k > 0)
+
+
+def _cycle(nodes: list[EtNode], stuck: list[int]) -> list[int]:
+    """One dependency cycle among the nodes Kahn's algorithm could not order."""
+    by_id = {n.id: n for n in nodes}
+    left = set(stuck)
+    i, seen = stuck[0], []
+    while i not in seen:
+        seen.append(i)
+        i = next(d for d in _deps(by_id[i]) if d in left and d != i)
+    return seen[seen.index(i):] + [i]
+
+
+def collectives(t: RankTrace) -> list[EtNode]:
+    return [n for n in t.nodes if n.type in COMM_NODES]
+
+
+def describe(n: EtNode) -> str:
+    kind = comm_type_name(n.attrs["comm_type"]) if "comm_type" in n.attrs else n.type.replace("_NODE", "")
+    return f"{kind} {n.attrs.get('comm_size', '?')} B"
+
+
+def critical_path(t: RankTrace) -> tuple[int, list[int]]:
+    """Longest chain of node durations (µs) through the dependency graph, and its node ids."""
+    order, stuck = _topological(t.nodes)
+    if stuck:
+        return 0, []
+    by_id = {n.id: n for n in t.nodes}
+    best: dict[int, tuple[int, int | None]] = {}
+    for i in order:
+        n = by_id[i]
+        prev = max(((best[d][0], d) for d in _deps(n) if d in best), default=(0, None))
+        best[i] = (prev[0] + n.duration_micros, prev[1])
+    end = max(best, key=lambda i: best[i][0])
+    path, i = [], end
+    while i is not None:
+        path.append(i)
+        i = best[i][1]
+    return best[end][0], path[::-1]
+
+
+def inspect(traces: list[RankTrace]) -> list[dict[str, Any]]:
+    out = []
+    for t in traces:
+        length, path = critical_path(t)
+        per_group: dict[str, list[str]] = defaultdict(list)
+        for n in collectives(t):
+            per_group[str(n.attrs.get("pg_name", "?"))].append(f"{describe(n)} (node {n.id})")
+        out.append({"rank": t.rank, "file": str(t.path), "version": t.meta.get("version"),
+                    "nodes": dict(Counter(n.type for n in t.nodes)), "collectives": dict(per_group),
+                    "critical_path_us": length, "critical_path_nodes": len(path),
+                    "compute_us": sum(n.duration_micros for n in t.nodes if n.type == "COMP_NODE")})
+    return out
+
+
+def problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]:
+    out: list[str] = []
+    for t in traces:
+        out += _rank_problems(t, groups)
+    out += _group_problems(traces, groups)
+    out += _p2p_problems(traces)
+    return out
+
+
+def validate(traces: list[RankTrace], groups: dict[str, list[int]]) -> None:
+    found = problems(traces, groups)
+    if found:
+        raise ValidationError(found)
+
+
+def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
+    out = []
+    where = f"rank {t.rank} ({t.path})"
+    version = t.meta.get("version")
+    if version not in SUPPORTED_VERSIONS:
+        out.append(f"{where}: GlobalMetadata field 'version' is {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
+    ids = Counter(n.id for n in t.nodes)
+    for i, k in ids.items():
+        if k > 1:
+            out.append(f"{where}: node id {i} appears {k} times (ids must be unique)")
+    for n in t.nodes:
+        for fld in ("data_deps", "ctrl_deps"):
+            for d in getattr(n, fld):
+                if d == n.id:
+                    out.append(f"{where}: node {n.id} ({n.name}): field '{fld}' points to the node itself")
+                elif d not in ids:
+                    out.append(f"{where}: node {n.id} ({n.name}): field '{fld}' refers to missing node {d}")
+        if n.type in COMM_NODES:
+            need = {"COMM_COLL_NODE": ("comm_type", "comm_size"), "COMM_SEND_NODE": ("comm_dst", "comm_size"),
+                    "COMM_RECV_NODE": ("comm_src", "comm_size")}[n.type]
+            for a in need:
+                if a not in n.attrs:
+                    out.append(f"{where}: node {n.id} ({n.name}): {n.type} lacks attribute '{a}'")
+            pg = n.attrs.get("pg_name")
+            if groups and pg is not None and str(pg) not in groups:
+                out.append(f"{where}: node {n.id}: field 'pg_name' is {pg!r}, not a group of comm_groups.json "
+                           f"({', '.join(groups)})")
+            elif groups and pg is not None and t.rank not in groups[str(pg)]:
+                out.append(f"{where}: node {n.id}: rank {t.rank} is not a member of group {pg!r} {groups[str(pg)]}")
+    _, stuck = _topological(t.nodes)
+    if stuck:
+        cyc = _cycle(t.nodes, stuck)
+        out.append(f"{where}: dependency cycle through nodes {' -> '.join(map(str, cyc))}")
+    return out
+
+
+def _group_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]:
+    out = []
+    by_rank = {t.rank: t for t in traces}
+    seqs: dict[str, dict[int, list[EtNode]]] = defaultdict(dict)
+    for t in traces:
+        for n in collectives(t):
+            if n.type == "COMM_COLL_NODE":
+                seqs[str(n.attrs.get("pg_name", ""))].setdefault(t.rank, []).append(n)
+    for g, per in seqs.items():
+        members = groups.get(g) or sorted(per)
+        absent = [r for r in members if r in by_rank and r not in per]
+        for r in absent:
+            out.append(f"group {g!r}: rank {r} ({by_rank[r].path}) issues no collective on it, "
+                       f"rank {min(per)} issues {len(per[min(per)])}")
+        ref = min(per)
+        for r, seq in per.items():
+            if len(seq) != len(per[ref]):
+                out.append(f"group {g!r}: rank {r} issues {len(seq)} collectives, rank {ref} issues {len(per[ref])}")
+            for k, (a, b) in enumerate(zip(per[ref], seq)):
+                if a.attrs.get("comm_type") != b.attrs.get("comm_type") or (
+                        a.attrs.get("comm_type") != COMM_TYPES["ALL_TO_ALL"] and a.attrs.get("comm_size") != b.attrs.get("comm_size")):
+                    out.append(f"group {g!r}, collective #{k}: rank {ref} has {describe(a)} (node {a.id}), "
+                               f"rank {r} has {describe(b)} (node {b.id})")
+        out += _all_to_all_problems(g, members, per)
+    return out
+
+
+def _all_to_all_problems(g: str, members: list[int], per: dict[int, list[EtNode]]) -> list[str]:
+    """What rank a sends to group rank j must be what rank members[j] receives from a."""
+    out = []
+    for k in range(min(len(s) for s in per.values())):
+        nodes = {r: s[k] for r, s in per.items()}
+        if not all("comm_recv_split_sizes" in n.attrs for n in nodes.values()):
+            continue
+        for a, na in nodes.items():
+            for j, sent in enumerate(na.attrs.get("comm_split_sizes", [])):
+                b = members[j] if j < len(members) else None
+                if b in nodes and a in members:
+                    got = nodes[b].attrs["comm_recv_split_sizes"][members.index(a)]
+                    if got != sent:
+                        out.append(f"group {g!r}, collective #{k}: rank {a} sends {sent} B to rank {b} (node {na.id}, "
+                                   f"comm_split_sizes) but rank {b} expects {got} B (node {nodes[b].id}, "
+                                   "comm_recv_split_sizes)")
+    return out
+
+
+def _p2p_problems(traces: list[RankTrace]) -> list[str]:
+    sends: Counter = Counter()
+    recvs: Counter = Counter()
+    for t in traces:
+        for n in t.nodes:
+            if n.type == "COMM_SEND_NODE":
+                sends[(t.rank, n.attrs.get("comm_dst"), n.attrs.get("comm_tag", 0), n.attrs.get("comm_size"))] += 1
+            elif n.type == "COMM_RECV_NODE":
+                recvs[(n.attrs.get("comm_src"), t.rank, n.attrs.get("comm_tag", 0), n.attrs.get("comm_size"))] += 1
+    out = []
+    for key in sorted(set(sends) | set(recvs), key=str):
+        if sends[key] != recvs[key]:
+            src, dst, tag, size = key
+            out.append(f"send/recv rank {src} -> rank {dst} (tag {tag}, {size} B): {sends[key]} send(s), "
+                       f"{recvs[key]} receive(s): a simulator would deadlock")
+    return out

@@ -1,0 +1,71 @@
+"""A Mixture-of-Experts layer with expert parallelism: one expert per rank, top-1 routing, token
+dispatch and combine by `all_to_all_single` with per-peer split sizes (all-to-all-v), the
+shared router kept in sync by an all-reduce of its gradient. The step records the tokens it
+routes to each peer, counted from the routing decisions, so tests can check the trace's split
+sizes against them."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class _AllToAll(torch.autograd.Function):
+    """all_to_all_single with per-peer splits; its gradient goes back by the reverse all-to-all."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, send: list[int], recv: list[int]) -> torch.Tensor:
+        ctx.send, ctx.recv = send, recv
+        out = x.new_empty(sum(recv), *x.shape[1:])
+        dist.all_to_all_single(out, x.contiguous(), recv, send)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        back = grad.new_empty(sum(ctx.send), *grad.shape[1:])
+        dist.all_to_all_single(back, grad.contiguous(), ctx.send, ctx.recv)
+        return back, None, None
+
+
+def build(ctx, tokens: int = 16, dim: int = 8, ffn: int = 16, delay_rank: int = -1, delay_ms: float = 0.0):
+    """`delay_rank` sleeps `delay_ms` before the dispatch, to make its peers wait (a straggler)."""
+    world = ctx.world
+    torch.manual_seed(0)
+    router = nn.Linear(dim, world, bias=False).to(ctx.device)  # expert e lives on rank e
+    torch.manual_seed(1 + ctx.rank)
+    expert = nn.Sequential(nn.Linear(dim, ffn), nn.GELU(), nn.Linear(ffn, dim)).to(ctx.device)
+    params = list(router.parameters()) + list(expert.parameters())
+    opt = torch.optim.SGD(params, lr=1e-2)
+    gen = torch.Generator().manual_seed(7 + ctx.rank)
+    # A skewed input so that experts get unequal loads (all-to-all-v, not all-to-all).
+    skew = torch.linspace(0.0, 2.0, dim)
+
+    def step() -> None:
+        x = (torch.randn(tokens, dim, generator=gen) + skew).to(ctx.device)
+        expert_of = router(x).argmax(dim=-1)  # top-1
+        order = torch.argsort(expert_of, stable=True)
+        send_counts = torch.bincount(expert_of, minlength=world)
+        recv_counts = torch.empty_like(send_counts)
+        dist.all_to_all_single(recv_counts, send_counts)  # tell each peer how many tokens to expect
+        send, recv = send_counts.tolist(), recv_counts.tolist()
+        ctx.record("send_tokens", send)
+        ctx.record("recv_tokens", recv)
+        if ctx.rank == delay_rank:
+            time.sleep(delay_ms / 1e3)
+        gate = torch.softmax(router(x), dim=-1).gather(1, expert_of[:, None])
+        dispatched = _AllToAll.apply(x[order], send, recv)
+        combined = _AllToAll.apply(expert(dispatched), recv, send)
+        y = torch.empty_like(combined)
+        y[order] = combined
+        loss = (y * gate).pow(2).mean()
+        loss.backward()
+        for p in router.parameters():  # the router is replicated: average its gradient
+            dist.all_reduce(p.grad)
+            p.grad /= world
+        opt.step()
+        opt.zero_grad()
+
+    return step
