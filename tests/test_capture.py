@@ -278,3 +278,64 @@ def test_bad_capture_inputs_are_named(tmp_path):
         capture("no_colon", tmp_path, world=2)
     with pytest.raises(ConfigError, match="unknown workload 'bert'"):
         get_workload("bert")
+
+
+# --- synthesis and rescaling tied to the captured runs (the synthesis issue's checks 2 and 5) ---
+
+def sequence(et: Path, rank: int, groups: dict[str, list[int]]) -> list[tuple[str, list[int], int]]:
+    """(type, group ranks, bytes) of every collective in issue order."""
+    return [(comm_type_name(n.attrs["comm_type"]), groups[str(n.attrs["pg_name"])], n.attrs["comm_size"])
+            for n in colls(et, rank)]
+
+
+def synthesize_tiny_llama(world: int, out: Path) -> Path:
+    from tracefabric.traces.models import get_model
+    from tracefabric.traces.synthesis import Plan, synthesize, write
+
+    c = TinyLlamaConfig()
+    s = synthesize(get_model("tiny-llama"), Plan("fsdp", world=world, gpus_per_server=1, precision="fp32",
+                                                 seq=c.seq, micro_batch=c.batch, root_unit=True))
+    write(s, out, prefix="trace")
+    return out
+
+
+def test_synthesized_tiny_llama_issues_the_captured_fsdp2_sequence(fsdp2, tmp_path):
+    from tracefabric.traces.models import get_model
+
+    c, m = TinyLlamaConfig(), get_model("tiny-llama")
+    assert (m.layer_params(), m.embedding_params() + m.head_params()) == (c.block_params(), c.root_params())
+    syn = synthesize_tiny_llama(2, tmp_path / "syn")
+    for rank in range(2):
+        got = sequence(syn, rank, json.loads((syn / "comm_groups.json").read_text()))
+        assert got == sequence(fsdp2, rank, json.loads((fsdp2 / "comm_groups.json").read_text()))
+        assert len(got) == 8
+
+
+def test_rescaling_the_captured_trace_to_8_ranks_equals_synthesizing_8(fsdp2, tmp_path):
+    from tracefabric.traces.rescale import rescale
+
+    report = rescale(fsdp2, 8, tmp_path / "r8")
+    assert report["from_ranks"] == 2 and report["to_ranks"] == 8
+    syn = synthesize_tiny_llama(8, tmp_path / "syn8")
+    g_r = json.loads((tmp_path / "r8" / "comm_groups.json").read_text())
+    g_s = json.loads((syn / "comm_groups.json").read_text())
+    for rank in range(8):
+        assert sequence(tmp_path / "r8", rank, g_r) == sequence(syn, rank, g_s)
+    traces, groups = v.load(tmp_path / "r8")
+    assert len(traces) == 8 and v.problems(traces, groups) == []
+    # Measured compute is kept (weak scaling): new rank 5 runs captured rank 1's graph.
+    assert [n.duration_micros for n in traces[5].nodes if n.type == "COMP_NODE"] == \
+        [n.duration_micros for n in read_trace(fsdp2 / "trace.1.et")[1] if n.type == "COMP_NODE"]
+
+
+def test_rescale_pads_to_the_new_width_and_refuses_what_it_cannot_rescale(fsdp2, moe, tmp_path):
+    from tracefabric.traces.rescale import RescaleError, rescale
+
+    report = rescale(fsdp2, 3, tmp_path / "r3")
+    # 9,280 fp32 block parameters padded to a multiple of 3 ranks: 9,282 x 4 B; the root's 4,128
+    # divide by 3 and stay.
+    assert {(c["from"], c["to"]) for c in report["resized_on_rank0"]} == {(37_120, 37_128)}
+    with pytest.raises(RescaleError, match="all-to-all traffic depends on expert placement"):
+        rescale(moe, 8, tmp_path / "moe8")
+    with pytest.raises(RescaleError, match="ranks must be >= 1"):
+        rescale(fsdp2, 0, tmp_path / "r0")

@@ -185,11 +185,11 @@ def test_expert_parallel_all_to_all_and_gradient_bytes_equal_the_closed_form(tmp
     sent = syn.bytes_sent_per_rank(rank=5)
     assert sent["scale_up"] == pytest.approx(up, rel=1e-12)
     assert sent["scale_out"] == pytest.approx(out, rel=1e-12)
-    # Per-peer split sizes are in the ET (tracefabric's `split_sizes` attribute), equal when balanced.
+    # Per-peer split sizes are in the ET (the `comm_split_sizes` attribute), equal when balanced.
     write(syn, tmp_path)
     _, nodes = read_trace(tmp_path / "mixtral-8x7b.5.et")
     a2as = [n for n in nodes if n.name.endswith(".dispatch")]
-    assert len(a2as) == 2 * layers and all(n.attrs["split_sizes"] == [dispatch // 8] * 8 for n in a2as)
+    assert len(a2as) == 2 * layers and all(n.attrs["comm_split_sizes"] == [dispatch // 8] * 8 for n in a2as)
     groups = json.loads((tmp_path / "comm_groups.json").read_text())
     assert [5, 13] in groups.values() and list(range(8)) in groups.values()  # rank 5's expert-data and EP groups
 
@@ -198,7 +198,7 @@ def test_skewed_expert_routing_keeps_totals_and_varies_peers():
     plan = Plan("dp", world=8, gpus_per_server=8, ep=8, imbalance=0.5, seq=512)
     syn = synthesize(ZOO["mixtral-8x7b"], plan)
     node = next(n for n in syn.graphs[3] if n.name.endswith(".dispatch"))
-    splits = node.attrs["split_sizes"]
+    splits = node.attrs["comm_split_sizes"]
     assert sum(splits) == node.attrs["comm_size"] and len(set(splits)) > 1
     assert max(splits) / (sum(splits) / 8) <= 1.5 / 0.5 + 1e-9
 

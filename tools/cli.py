@@ -195,6 +195,7 @@ def trace_synthesize(
     imbalance: Annotated[float, typer.Option(help="EP routing skew: per-peer token shares vary by up to +-this fraction.")] = 0.0,
     pp: Annotated[int, typer.Option(help="Pipeline stages (1F1B schedule; stages are the slowest rank index).")] = 1,
     microbatches: Annotated[int, typer.Option(help="Microbatches per iteration with --pp > 1.")] = 1,
+    root_unit: Annotated[bool, typer.Option(help="FSDP2-style root unit: embedding, final norm and head gathered once, not resharded after forward.")] = False,
     out: Annotated[Path, typer.Option(help="Output folder: <model>.<rank>.et, comm_groups.json, placement.json, summary.json.")] = Path("runs/traces"),
 ) -> None:
     """Write one Chakra ET per rank for a model and parallelism plan, and print its summary."""
@@ -202,7 +203,7 @@ def trace_synthesize(
     from .traces.synthesis import Plan, synthesize, write
 
     s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance,
-                                                  pp, microbatches))
+                                                  pp, microbatches, root_unit))
     summary = write(s, out)
     t = Table(title=f"{s.model.name}: {parallel} on {world} ranks ({summary['params'] / 1e9:.2f} B parameters, {precision})")
     for col in ("collective", "bytes", "per iteration"):
@@ -283,6 +284,20 @@ def trace_inspect(
         for g, seq in row["collectives"].items():
             members = groups.get(g)
             console.print(f"rank {row['rank']} group {g}{' ' + str(members) if members else ''}: " + ", ".join(seq))
+
+
+@trace.command("rescale")
+def trace_rescale(
+    et: Annotated[Path, typer.Argument(help="Folder of a captured (converted) trace: trace.<r>.et + comm_groups.json.")],
+    ranks: Annotated[int, typer.Option(help="New number of ranks.")],
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/rescaled"),
+) -> None:
+    """Rescale a data-parallel / FSDP trace from N to M ranks (sizes and groups recomputed; refuses what would not be faithful)."""
+    from .traces.rescale import rescale
+
+    r = rescale(et, ranks, out)
+    console.print(f"rescaled {r['from_ranks']} -> {r['to_ranks']} ranks into {out}; "
+                  f"{len(r['resized_on_rank0'])} collective size(s) changed by padding")
 
 
 @trace.command("validate")

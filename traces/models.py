@@ -125,6 +125,8 @@ ZOO: dict[str, ModelSpec] = {m.name: m for m in [
     _gpt2("gpt2-medium", 24, 1024, 16),
     _gpt2("gpt2-large", 36, 1280, 20),
     _gpt2("gpt2-xl", 48, 1600, 25),
+    # The model `trace capture --workload fsdp2-llama` really trains (traces/workloads/tiny_llama.py).
+    ModelSpec("tiny-llama", "llama", 2, 32, 64, 4, 2, 64),
     ModelSpec("mixtral-8x7b", "llama", 32, 4096, 14336, 32, 8, 32000, experts=8, top_k=2),
     ModelSpec("deepseek-v3", "deepseek", 61, 7168, 2048, 128, 128, 129280, experts=256, top_k=8, shared_experts=1,
               dense_layers=3, dense_ffn=18432, q_lora_rank=1536, kv_lora_rank=512, qk_nope_dim=128, qk_rope_dim=64,

@@ -64,6 +64,9 @@ class Plan:
     imbalance: float = 0.0  # EP routing skew: per-peer token shares vary by up to +-imbalance
     pp: int = 1  # pipeline stages (1F1B schedule)
     microbatches: int = 1  # per iteration, with pp > 1; each has `micro_batch` sequences
+    #: FSDP2/FSDP1 wrapping of the root module: embedding, final norm and head form one unit,
+    #: gathered first and not resharded after forward (so not gathered again in backward).
+    root_unit: bool = False
 
     def __post_init__(self) -> None:
         if self.parallel not in ("fsdp", "dp"):
@@ -86,6 +89,8 @@ class Plan:
             raise ConfigError(f"microbatches must be >= 1, and 1 without pipeline parallelism (got {self.microbatches} with pp = {self.pp})", "microbatches")
         if self.ep < 1 or self.dp % self.ep:
             raise ConfigError(f"the data-parallel size ({self.dp}) must be a multiple of ep ({self.ep})", "ep")
+        if self.root_unit and self.pp > 1:
+            raise ConfigError("root_unit with pp > 1 is not supported: the embedding and the head sit on different stages", "root_unit")
         if self.tp > 1 and self.ep > 1:
             raise ConfigError("tp > 1 together with ep > 1 is not supported yet", "ep")
         if not 0.0 <= self.imbalance < 1.0:
@@ -348,21 +353,47 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
 
         if plan.pp > 1:
             return pipeline(rank, nodes, add, coll, compute, dp, edp, fsdp)
-        prev, prev_ag = None, None
-        for u, t in zip(us, fwd_time):
-            ags = [coll(f"{u.name}.fwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag]),
-                   coll(f"{u.name}.fwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[prev_ag])] if fsdp else []
+        # With a root unit, embedding and head share one all-gather (issued first) and one
+        # reduce-scatter (issued last); their parameters stay gathered from forward to backward.
+        in_root = [plan.root_unit and not u.is_block for u in us]
+        root_bytes = sum(u.params for u, r in zip(us, in_root) if r) * nbytes
+        root_ag = coll("root.fwd.all_gather", "ALL_GATHER", root_bytes, dp) if fsdp and plan.root_unit else None
+        prev, prev_ag = None, root_ag
+        for u, t, r in zip(us, fwd_time, in_root):
+            if r:
+                ags = [root_ag]
+            else:
+                ags = [coll(f"{u.name}.fwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag]),
+                       coll(f"{u.name}.fwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[prev_ag])] if fsdp else []
             prev = compute(u, t, "fwd", [a for a in ags if a is not None], [prev], 1)
             prev_ag = next((a for a in reversed(ags) if a is not None), prev_ag)
-        prev_ag = None
-        for u, t in zip(reversed(us), reversed(fwd_time)):
-            ags = [coll(f"{u.name}.bwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag or prev]),
-                   coll(f"{u.name}.bwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[prev_ag or prev])] if fsdp else []
-            done = compute(u, t, "bwd", [a for a in ags if a is not None], [prev], 2)
-            kind, verb = ("REDUCE_SCATTER", "reduce_scatter") if fsdp else ("ALL_REDUCE", "all_reduce")
-            coll(f"{u.name}.bwd.{verb}", kind, u.params * nbytes, dp, data=[done])
-            coll(f"{u.name}.bwd.experts.{verb}", kind, u.expert_params * nbytes, edp, data=[done])
-            prev, prev_ag = done, next((a for a in reversed(ags) if a is not None), prev_ag)
+        kind, verb = ("REDUCE_SCATTER", "reduce_scatter") if fsdp else ("ALL_REDUCE", "all_reduce")
+        gathered: dict[int, list[int]] = {}
+
+        def gather(k: int, after: int | None) -> list[int]:
+            """Backward all-gathers of unit k, issued once (the unit before prefetches the next)."""
+            if not fsdp or in_root[k]:
+                return [root_ag] if in_root[k] and root_ag is not None else []
+            if k not in gathered:
+                u = us[k]
+                gathered[k] = [a for a in (
+                    coll(f"{u.name}.bwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[after]),
+                    coll(f"{u.name}.bwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[after]))
+                    if a is not None]
+            return gathered[k]
+
+        backward = list(reversed(range(len(us))))
+        for pos, k in enumerate(backward):
+            u, t = us[k], fwd_time[k]
+            ags = gather(k, prev)
+            if pos + 1 < len(backward):  # backward prefetch: the next unit's gather goes out before this one's reduce
+                gather(backward[pos + 1], ags[-1] if ags else prev)
+            done = compute(u, t, "bwd", ags, [prev], 2)
+            if not in_root[k]:
+                coll(f"{u.name}.bwd.{verb}", kind, u.params * nbytes, dp, data=[done])
+                coll(f"{u.name}.bwd.experts.{verb}", kind, u.expert_params * nbytes, edp, data=[done])
+            prev = done
+        coll(f"root.bwd.{verb}", kind, root_bytes, dp, data=[prev])
         return nodes
 
     def pipeline(rank, nodes, add, coll, compute, dp, edp, fsdp) -> list[EtNode]:
