@@ -339,3 +339,13 @@ def test_rescale_pads_to_the_new_width_and_refuses_what_it_cannot_rescale(fsdp2,
         rescale(moe, 8, tmp_path / "moe8")
     with pytest.raises(RescaleError, match="ranks must be >= 1"):
         rescale(fsdp2, 0, tmp_path / "r0")
+
+
+def test_a_failing_user_step_is_reported_with_its_error(tmp_path):
+    from tracefabric.traces.capture import CaptureError
+
+    script = tmp_path / "bad.py"
+    script.write_text("def build(ctx):\n    def step():\n        raise RuntimeError('shape mismatch in my model')\n"
+                      "    return step\n")
+    with pytest.raises(CaptureError, match="a rank of .*bad.py:build failed: RuntimeError: shape mismatch in my model"):
+        capture(f"{script}:build", tmp_path / "out", world=2)

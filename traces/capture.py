@@ -27,6 +27,10 @@ from ..errors import ConfigError
 BACKENDS = ("gloo", "nccl")
 
 
+class CaptureError(ConfigError):
+    """The user's training step failed on a rank."""
+
+
 @dataclass
 class RankContext:
     """What a workload's `build` function gets on each rank."""
@@ -188,6 +192,11 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
     resolve_build(build)  # fail here, not in every rank, on a bad script name
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps),
-             nprocs=world, join=True)
+    try:
+        mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps),
+                 nprocs=world, join=True)
+    except mp.ProcessRaisedException as e:
+        last = str(e).strip().splitlines()[-1]
+        raise CaptureError(f"capture: a rank of {build if isinstance(build, str) else build.__name__} failed: {last}",
+                           "script") from None
     return out

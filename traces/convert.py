@@ -211,7 +211,7 @@ def _collective(rank: int, node: dict, args: list, types: list, groups: list[dic
     # A gloo collective called without async_op blocks the calling thread until it completes.
     blocking = (not bools or not bools[0]) and all("cpu" in t[5] for t in _tensors(args))
     timed = [c for c in exec_nodes if "ts" in c and c["name"] != "record_param_comms"]
-    gpu = [c for c in timed if "nccl" in c["name"].lower() and c.get("attrs_dict", {}).get("stream")]
+    gpu = [c for c in timed if "ncclDevKernel" in c["name"] or "ncclKernel" in c["name"]]  # NCCL: the kernel is the transfer
     window = gpu or timed
     if not window:
         raise ConversionError(f"{where}: {op} (node {node['id']}) has no execution record (gloo:/nccl: op or kernel) "
