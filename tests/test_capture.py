@@ -349,3 +349,16 @@ def test_a_failing_user_step_is_reported_with_its_error(tmp_path):
                       "    return step\n")
     with pytest.raises(CaptureError, match="a rank of .*bad.py:build failed: RuntimeError: shape mismatch in my model"):
         capture(f"{script}:build", tmp_path / "out", world=2)
+
+
+def test_process_groups_merge_what_each_rank_saw(tmp_path):
+    """c10d tells a rank only the groups it belongs to: the converter unions every rank's list."""
+    from tracefabric.traces.convert import _groups_of
+
+    for r, groups in enumerate(([{"pg_name": "0", "ranks": [0, 1, 2, 3]}, {"pg_name": "1", "ranks": [0, 1]}],
+                                [{"pg_name": "0", "ranks": [0, 1, 2, 3]}, {"pg_name": "2", "ranks": [2, 3]}])):
+        (tmp_path / f"rank{r}.json").write_text(json.dumps({"_process_groups": groups}))
+    got = _groups_of({}, {}, [tmp_path / "rank0.json", tmp_path / "rank1.json"])
+    assert {g["pg_name"]: g["ranks"] for g in got} == {"0": [0, 1, 2, 3], "1": [0, 1], "2": [2, 3]}
+    kineto = {"distributedInfo": {"pg_config": [{"pg_name": "0", "ranks": [0, 1]}]}}
+    assert [g["ranks"] for g in _groups_of({}, kineto, [])] == [[0, 1]]

@@ -10,7 +10,8 @@ Output directory layout (all paths absolute; `trace convert` reads it):
     OUT/capture.json              world size, backend, device, steps, torch version, process groups
     OUT/raw/rank<r>.host.json     host trace of rank r (ExecutionTraceObserver)
     OUT/raw/rank<r>.kineto.json   device trace of rank r (Kineto, Chrome trace format)
-    OUT/records/rank<r>.json      what the workload itself recorded (token counts, parameter counts)
+    OUT/records/rank<r>.json      what the workload itself recorded (token counts, ...) and the
+                                  rank's process groups (`_process_groups`)
 """
 
 from __future__ import annotations
@@ -162,7 +163,9 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
                 if cuda:
                     torch.cuda.synchronize()
         (Path(out) / "records").mkdir(exist_ok=True)
-        (Path(out) / "records" / f"rank{rank}.json").write_text(json.dumps(ctx.records))
+        # Every rank lists its own groups: c10d only knows the groups a rank belongs to.
+        (Path(out) / "records" / f"rank{rank}.json").write_text(
+            json.dumps({**ctx.records, "_process_groups": process_groups()}))
         if rank == 0:
             meta = {"world": world, "backend": backend, "device": device.type, "warmup": warmup, "steps": steps,
                     "torch": torch.__version__, "process_groups": process_groups(), **options}

@@ -44,7 +44,7 @@ from typing import Any
 from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError
-from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _framed, read_pb_trace
+from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace
 
 PREFIX = "trace"
 
@@ -118,7 +118,7 @@ def chakra_link(rank: int, host: Path, kineto: Path, out: Path) -> None:
     for p in (host, kineto):
         if not p.is_file():
             raise ConversionError(f"{p}: file not found (expected a capture's raw/ traces)", "raw")
-    logging.getLogger().setLevel(logging.WARNING)
+    logging.getLogger().setLevel(logging.WARNING)  # Chakra's linker logs every step at INFO on the root logger
     try:
         Linker().link(rank, str(host.resolve()), str(kineto.resolve()), str(out.resolve()))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
@@ -164,10 +164,18 @@ class Collective:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-def _groups_of(capture: dict[str, Any], kineto: dict[str, Any]) -> list[dict[str, Any]]:
-    groups = capture.get("process_groups")
-    if groups:
-        return groups
+def _groups_of(capture: dict[str, Any], kineto: dict[str, Any], records: list[Path] = ()) -> list[dict[str, Any]]:
+    """Process groups with their ranks: from capture.json and each rank's record (a rank only
+    sees the groups it belongs to), else from the Kineto trace's distributedInfo."""
+    found: dict[str, dict[str, Any]] = {}
+    for g in capture.get("process_groups", []):
+        found[g["pg_name"]] = g
+    for path in records:
+        if path.is_file():
+            for g in json.loads(path.read_text()).get("_process_groups", []):
+                found.setdefault(g["pg_name"], g)
+    if found:
+        return list(found.values())
     info = kineto.get("distributedInfo", {})
     return [{"pg_name": g["pg_name"], "pg_desc": g.get("pg_desc", ""), "ranks": g.get("ranks", [])}
             for g in info.get("pg_config", [])]
@@ -254,8 +262,6 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
     children: dict[int, list[dict]] = {}
     for n in nodes:
         children.setdefault(n.get("ctrl_deps"), []).append(n)
-    is_exec = lambda n: n["name"].startswith(("gloo:", "nccl:")) or n["name"] == "record_param_comms" \
-        or "ncclDevKernel" in n["name"] or "ncclKernel" in n["name"]  # noqa: E731
     claimed: set[int] = set()
     out = []
     for i, n in enumerate(nodes):
@@ -263,7 +269,7 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
             continue
         # The backend's own record is a child of the c10d op, or (gloo's worker thread) the next
         # unclaimed gloo:/nccl: record after it.
-        execs = [c for c in _descendants(n["id"], children) if is_exec(c)]
+        execs = [c for c in _descendants(n["id"], children) if _is_exec(c)]
         if not any(c["name"].startswith(("gloo:", "nccl:")) for c in execs):
             nxt = next((m for m in nodes[i + 1:] if m["name"].startswith(("gloo:", "nccl:")) and m["id"] not in claimed
                         and m["name"] != "record_param_comms"), None)
@@ -272,6 +278,13 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
         claimed.update(c["id"] for c in execs)
         out.append(_collective(rank, n, n["inputs"]["values"], n["inputs"]["types"], groups, execs, where))
     return out
+
+
+def _is_exec(n: dict) -> bool:
+    """A backend's own record of running a collective (removed from the converted graph)."""
+    name = n["name"]
+    return name.startswith(("gloo:", "nccl:")) or name == "record_param_comms" or "ncclDevKernel" in name \
+        or "ncclKernel" in name
 
 
 def _descendants(nid: int, children: dict[int, list[dict]]) -> list[dict]:
@@ -390,7 +403,7 @@ def rewrite(nodes: list[pb.Node], colls: list[Collective], groups: list[dict], l
         extra: dict[str, Any] = {"is_cpu_op": False, "pg_name": c.group, "comm_size": c.size, **c.attrs}
         if c.comm_type:
             extra["comm_type"] = COMM_TYPES[c.comm_type]
-        n.attr.extend(_pb_attr(k, v) for k, v in extra.items())
+        n.attr.extend(_attr(k, v) for k, v in extra.items())
         if not c.blocking:
             # Completion edge: the first later op on the same thread that reads the result waits for it.
             for j in order[pos[cid] + 1:]:
@@ -407,12 +420,6 @@ def rewrite(nodes: list[pb.Node], colls: list[Collective], groups: list[dict], l
 
 def _reads(node: dict | None, storages: set[int]) -> bool:
     return bool(node) and any(t[1] in storages for t in _tensors(node["inputs"]["values"]))
-
-
-def _pb_attr(name: str, value: Any) -> pb.AttributeProto:
-    from .chakra_io import _attr
-
-    return _attr(name, value)
 
 
 def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -439,7 +446,7 @@ def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:
         kineto = json.loads(kin.read_text())
         hosts[r] = kineto.get("host_name")
         if r == 0:
-            groups = _groups_of(meta, kineto)
+            groups = _groups_of(meta, kineto, [cap / "records" / f"rank{i}.json" for i in range(world)])
         per_rank[r] = find_collectives(r, linked[r], groups, f"rank {r} ({host})")
     offsets = split_wait(per_rank, groups, hosts)
     report = {"world": world, "clock_offsets_us": offsets, "ranks": {}}
