@@ -362,3 +362,11 @@ def test_process_groups_merge_what_each_rank_saw(tmp_path):
     assert {g["pg_name"]: g["ranks"] for g in got} == {"0": [0, 1, 2, 3], "1": [0, 1], "2": [2, 3]}
     kineto = {"distributedInfo": {"pg_config": [{"pg_name": "0", "ranks": [0, 1]}]}}
     assert [g["ranks"] for g in _groups_of({}, kineto, [])] == [[0, 1]]
+
+
+def test_self_parented_nodes_do_not_hang_the_converter():
+    """PyTorch's root node lists itself as its parent; walking a subtree must still end."""
+    from tracefabric.traces.convert import _descendants
+
+    children = {1: [{"id": 1}, {"id": 2}], 2: [{"id": 2}, {"id": 3}]}
+    assert sorted(c["id"] for c in _descendants(1, children)) == [2, 3]

@@ -288,9 +288,12 @@ def _is_exec(n: dict) -> bool:
 
 
 def _descendants(nid: int, children: dict[int, list[dict]]) -> list[dict]:
-    out, stack = [], list(children.get(nid, []))
+    out, stack, seen = [], list(children.get(nid, [])), {nid}
     while stack:
         c = stack.pop()
+        if c["id"] in seen:  # a node listed as its own parent (PyTorch's root does that)
+            continue
+        seen.add(c["id"])
         out.append(c)
         stack.extend(children.get(c["id"], []))
     return out
