@@ -65,7 +65,12 @@ def fsdp_expected(world: int, flat: bool) -> list[tuple[str, int]]:
                        for shapes in (block_shapes, root_shapes))
     else:
         block, root = padded_bytes(block_shapes, world), padded_bytes(root_shapes, world)
-    assert block == c.block_params() * FP32 == 37_120 and root == c.root_params() * FP32 == 16_512
+    # The zoo's closed-form counts for the same model (traces/models.py) must agree with the shapes.
+    from tracefabric.traces.models import get_model
+
+    m = get_model("tiny-llama")
+    assert block == m.layer_params() * FP32 == 37_120
+    assert root == (m.embedding_params() + m.head_params()) * FP32 == 16_512
     blocks = [("ALL_GATHER", block)] * c.layers
     return ([("ALL_GATHER", root)] + blocks + blocks
             + [("REDUCE_SCATTER", block)] * c.layers + [("REDUCE_SCATTER", root)])
@@ -302,8 +307,8 @@ def synthesize_tiny_llama(world: int, out: Path) -> Path:
 def test_synthesized_tiny_llama_issues_the_captured_fsdp2_sequence(fsdp2, tmp_path):
     from tracefabric.traces.models import get_model
 
-    c, m = TinyLlamaConfig(), get_model("tiny-llama")
-    assert (m.layer_params(), m.embedding_params() + m.head_params()) == (c.block_params(), c.root_params())
+    c, m = TinyLlamaConfig(), get_model("tiny-llama")  # the zoo entry is the model the workload trains
+    assert (m.layers, m.hidden, m.ffn, m.heads, m.kv_heads, m.vocab) == (c.layers, c.dim, c.ffn, c.heads, c.kv_heads, c.vocab)
     syn = synthesize_tiny_llama(2, tmp_path / "syn")
     for rank in range(2):
         got = sequence(syn, rank, json.loads((syn / "comm_groups.json").read_text()))

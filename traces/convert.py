@@ -133,17 +133,17 @@ def chakra_convert(linked: Path, out: Path) -> None:
 
 # --- tracefabric's pass ------------------------------------------------------------------------
 
-def _tensors(value: Any) -> list[list]:
+def tensor_records(value: Any) -> list[list]:
     """The tensor records ([id, storage, offset, numel, elem_bytes, device]) in an ET argument."""
     if isinstance(value, list) and len(value) == 6 and isinstance(value[0], int) and isinstance(value[5], str):
         return [value]
     if isinstance(value, list):
-        return [t for v in value for t in _tensors(v)]
+        return [t for v in value for t in tensor_records(v)]
     return []
 
 
 def _nbytes(value: Any) -> int:
-    return sum(t[3] * t[4] for t in _tensors(value))
+    return sum(t[3] * t[4] for t in tensor_records(value))
 
 
 @dataclass
@@ -217,7 +217,7 @@ def _collective(rank: int, node: dict, args: list, types: list, groups: list[dic
     size = _nbytes(args[size_arg]) if size_arg >= 0 else 0
     bools = [v for v, t in zip(args, types) if t == "Bool"]
     # A gloo collective called without async_op blocks the calling thread until it completes.
-    blocking = (not bools or not bools[0]) and all("cpu" in t[5] for t in _tensors(args))
+    blocking = (not bools or not bools[0]) and all("cpu" in t[5] for t in tensor_records(args))
     timed = [c for c in exec_nodes if "ts" in c and c["name"] != "record_param_comms"]
     gpu = [c for c in timed if "ncclDevKernel" in c["name"] or "ncclKernel" in c["name"]]  # NCCL: the kernel is the transfer
     window = gpu or timed
@@ -225,7 +225,7 @@ def _collective(rank: int, node: dict, args: list, types: list, groups: list[dic
         raise ConversionError(f"{where}: {op} (node {node['id']}) has no execution record (gloo:/nccl: op or kernel) "
                               "in the Kineto trace", "exec")
     c = Collective(node["id"], op, kind, ctype, size, group["pg_name"], blocking,
-                   {t[1] for t in _tensors(args[out_arg])} if out_arg >= 0 else set(),
+                   {t[1] for t in tensor_records(args[out_arg])} if out_arg >= 0 else set(),
                    [x["id"] for x in exec_nodes], min(x["ts"] for x in window),
                    max(x["ts"] + x.get("inclusive_dur", 0.0) for x in window))
     n = len(group["ranks"])
@@ -422,7 +422,7 @@ def rewrite(nodes: list[pb.Node], colls: list[Collective], groups: list[dict], l
 
 
 def _reads(node: dict | None, storages: set[int]) -> bool:
-    return bool(node) and any(t[1] in storages for t in _tensors(node["inputs"]["values"]))
+    return bool(node) and any(t[1] in storages for t in tensor_records(node["inputs"]["values"]))
 
 
 def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:

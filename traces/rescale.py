@@ -25,6 +25,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 from ..errors import ConfigError
 from . import validate as v
 from .chakra_io import COMM_TYPES, _framed, read_pb_trace
+from .convert import tensor_records
 
 RESIZED = {COMM_TYPES["ALL_GATHER"], COMM_TYPES["REDUCE_SCATTER"]}
 KEPT = {COMM_TYPES["ALL_REDUCE"], COMM_TYPES["BROADCAST"], COMM_TYPES["REDUCE"], COMM_TYPES["BARRIER"]}
@@ -38,17 +39,10 @@ class RescaleError(ConfigError):
 def _elem_bytes(node: pb.Node) -> int:
     """Element size of a collective's buffer, from the tensor records Chakra keeps in `inputs`."""
     try:
-        values = ast.literal_eval(node.inputs.values)
+        records = tensor_records(ast.literal_eval(node.inputs.values))
     except (ValueError, SyntaxError):
-        return 1
-    stack = [values]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, list) and len(x) == 6 and isinstance(x[0], int) and isinstance(x[5], str):
-            return int(x[4])
-        if isinstance(x, list):
-            stack.extend(x)
-    return 1
+        records = []
+    return int(records[0][4]) if records else 1
 
 
 def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:

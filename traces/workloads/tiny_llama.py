@@ -21,15 +21,6 @@ class TinyLlamaConfig:
     seq: int = 16
     batch: int = 2
 
-    def block_params(self) -> int:
-        """Closed form: q,o (dim x dim), k,v (dim x kv_dim), gate/up/down (dim x ffn), two norms."""
-        kv_dim = self.dim // self.heads * self.kv_heads
-        return 2 * self.dim * self.dim + 2 * self.dim * kv_dim + 3 * self.dim * self.ffn + 2 * self.dim
-
-    def root_params(self) -> int:
-        """Embedding, final norm and (untied) output head."""
-        return 2 * self.vocab * self.dim + self.dim
-
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int) -> None:
