@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: run_config CONFIG.json");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: run_config CONFIG.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let t0 = Instant::now();
     match tracefabric_packet::simulate_json(&text, &mut |_, _| true) {
@@ -23,7 +25,10 @@ fn main() {
                 r.ecn_marks
             );
             for s in &r.stages {
-                println!("  {:8} max_q={:>8} mean_q={:>10.1} util={:.3}", s.name, s.max_queue_bytes, s.mean_queue_bytes, s.utilization);
+                println!(
+                    "  {:8} max_q={:>8} mean_q={:>10.1} util={:.3}",
+                    s.name, s.max_queue_bytes, s.mean_queue_bytes, s.utilization
+                );
             }
         }
         Err(e) => {

@@ -48,7 +48,13 @@ impl FrameTiming {
     pub fn payloads(&self, bytes: u64) -> impl Iterator<Item = u32> + '_ {
         let full = self.payload as u64;
         let n = bytes.div_ceil(full);
-        (0..n).map(move |i| if i + 1 < n { self.payload } else { (bytes - (n - 1) * full) as u32 })
+        (0..n).map(move |i| {
+            if i + 1 < n {
+                self.payload
+            } else {
+                (bytes - (n - 1) * full) as u32
+            }
+        })
     }
 
     /// One-way latency of a frame over `hops` links, store-and-forward.
@@ -173,13 +179,23 @@ fn as_permutation(topo: &Topology, flows: &[FlowSpec]) -> Option<(u64, u32)> {
     }
     let (mut out, mut inn) = (vec![false; n], vec![false; n]);
     for f in flows {
-        if f.bytes != flows[0].bytes || f.start != Time::ZERO || out[f.src as usize] || inn[f.dst as usize] {
+        if f.bytes != flows[0].bytes
+            || f.start != Time::ZERO
+            || out[f.src as usize]
+            || inn[f.dst as usize]
+        {
             return None;
         }
         out[f.src as usize] = true;
         inn[f.dst as usize] = true;
     }
-    Some((flows[0].bytes, flows.iter().map(|f| topo.hops_between(f.src, f.dst)).max()?))
+    Some((
+        flows[0].bytes,
+        flows
+            .iter()
+            .map(|f| topo.hops_between(f.src, f.dst))
+            .max()?,
+    ))
 }
 
 #[cfg(test)]
@@ -189,7 +205,15 @@ mod tests {
     fn paper() -> FrameTiming {
         // OFAN paper §5: 800 Gbps, 0.5 us links, 4096 B + 62 B, 64 B ACKs, 20 B gaps.
         let rate = Rate::from_gbps(800.0);
-        FrameTiming { rate, payload: 4096, header: 62, gap: Dur(200), ack: Dur(640), link: Dur(500_000), switch: Dur(0) }
+        FrameTiming {
+            rate,
+            payload: 4096,
+            header: 62,
+            gap: Dur(200),
+            ack: Dur(640),
+            link: Dur(500_000),
+            switch: Dur(0),
+        }
     }
 
     #[test]

@@ -59,7 +59,10 @@ pub struct LinkConfig {
 }
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig { rate_gbps: 800.0, latency_ns: 500.0 }
+        LinkConfig {
+            rate_gbps: 800.0,
+            latency_ns: 500.0,
+        }
     }
 }
 
@@ -77,7 +80,13 @@ pub struct SwitchConfig {
 }
 impl Default for SwitchConfig {
     fn default() -> Self {
-        SwitchConfig { buffer_bytes: 800_000, latency_ns: 0.0, ecn: true, ecn_kmin: 0.2, ecn_kmax: 0.8 }
+        SwitchConfig {
+            buffer_bytes: 800_000,
+            latency_ns: 0.0,
+            ecn: true,
+            ecn_kmin: 0.2,
+            ecn_kmax: 0.8,
+        }
     }
 }
 
@@ -92,7 +101,12 @@ pub struct PacketConfig {
 }
 impl Default for PacketConfig {
     fn default() -> Self {
-        PacketConfig { payload_bytes: 4096, header_bytes: 62, ack_bytes: 64, gap_bytes: 20 }
+        PacketConfig {
+            payload_bytes: 4096,
+            header_bytes: 62,
+            ack_bytes: 64,
+            gap_bytes: 20,
+        }
     }
 }
 
@@ -133,7 +147,12 @@ pub enum TrafficConfig {
     /// `senders` hosts (the lowest ids other than `dst`) each send `bytes` to `dst`.
     Incast { dst: u32, senders: u32, bytes: u64 },
     /// An explicit flow list (start times in picoseconds).
-    Flows { src: Vec<u32>, dst: Vec<u32>, bytes: Vec<u64>, start_ps: Vec<u64> },
+    Flows {
+        src: Vec<u32>,
+        dst: Vec<u32>,
+        bytes: Vec<u64>,
+        start_ps: Vec<u64>,
+    },
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -148,7 +167,11 @@ pub struct LimitsConfig {
 }
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { rto_us: 100.0, max_time_ms: 1000.0, max_timeouts: 32 }
+        LimitsConfig {
+            rto_us: 100.0,
+            max_time_ms: 1000.0,
+            max_timeouts: 32,
+        }
     }
 }
 
@@ -161,7 +184,8 @@ fn one_f64() -> f64 {
 
 impl SimConfig {
     pub fn from_json(text: &str) -> SimResult<SimConfig> {
-        let cfg: SimConfig = serde_json::from_str(text).map_err(|e| config_err("config", e.to_string()))?;
+        let cfg: SimConfig =
+            serde_json::from_str(text).map_err(|e| config_err("config", e.to_string()))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -173,7 +197,10 @@ impl SimConfig {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(config_err(field, format!("must be a positive number, got {v}")))
+                Err(config_err(
+                    field,
+                    format!("must be a positive number, got {v}"),
+                ))
             }
         };
         positive("link.rate_gbps", self.link.rate_gbps)?;
@@ -192,22 +219,37 @@ impl SimConfig {
         }
         let frame = (p.payload_bytes + p.header_bytes) as u64;
         if frame > MAX_FRAME_BYTES || p.ack_bytes as u64 > MAX_FRAME_BYTES {
-            return Err(config_err("packet.payload_bytes", format!("frames are limited to {MAX_FRAME_BYTES} B (payload + header and ACK)")));
+            return Err(config_err(
+                "packet.payload_bytes",
+                format!("frames are limited to {MAX_FRAME_BYTES} B (payload + header and ACK)"),
+            ));
         }
         if self.switch.buffer_bytes < frame {
             return Err(config_err(
                 "switch.buffer_bytes",
-                format!("must hold at least one data frame ({frame} B), got {}", self.switch.buffer_bytes),
+                format!(
+                    "must hold at least one data frame ({frame} B), got {}",
+                    self.switch.buffer_bytes
+                ),
             ));
         }
         let s = &self.switch;
-        if !(0.0..=1.0).contains(&s.ecn_kmin) || !(0.0..=1.0).contains(&s.ecn_kmax) || s.ecn_kmin > s.ecn_kmax {
-            return Err(config_err("switch.ecn_kmin", "need 0 <= ecn_kmin <= ecn_kmax <= 1 (fractions of the buffer)"));
+        if !(0.0..=1.0).contains(&s.ecn_kmin)
+            || !(0.0..=1.0).contains(&s.ecn_kmax)
+            || s.ecn_kmin > s.ecn_kmax
+        {
+            return Err(config_err(
+                "switch.ecn_kmin",
+                "need 0 <= ecn_kmin <= ecn_kmax <= 1 (fractions of the buffer)",
+            ));
         }
         positive("limits.rto_us", self.limits.rto_us)?;
         positive("limits.max_time_ms", self.limits.max_time_ms)?;
         if self.limits.max_time_ms > MAX_TIME_MS || self.limits.rto_us > MAX_TIME_MS * 1e3 {
-            return Err(config_err("limits.max_time_ms", format!("simulated time is limited to {MAX_TIME_MS} ms (and so is limits.rto_us)")));
+            return Err(config_err(
+                "limits.max_time_ms",
+                format!("simulated time is limited to {MAX_TIME_MS} ms (and so is limits.rto_us)"),
+            ));
         }
         if self.limits.max_timeouts == 0 {
             return Err(config_err("limits.max_timeouts", "must be >= 1"));

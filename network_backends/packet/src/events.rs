@@ -132,7 +132,10 @@ impl EventQueue {
         let k = self.current[self.next];
         self.next += 1;
         self.popped += 1;
-        Some((Time(key_time(k)), Event::unpack(k as u64 & ((1 << EVENT_BITS) - 1))))
+        Some((
+            Time(key_time(k)),
+            Event::unpack(k as u64 & ((1 << EVENT_BITS) - 1)),
+        ))
     }
 
     /// Move to the next bucket that holds events; false if there are none at all.
@@ -140,7 +143,10 @@ impl EventQueue {
         self.current.clear();
         self.next = 0;
         loop {
-            let next_overflow = self.overflow.peek().map(|&Reverse(k)| key_time(k) >> BUCKET_BITS);
+            let next_overflow = self
+                .overflow
+                .peek()
+                .map(|&Reverse(k)| key_time(k) >> BUCKET_BITS);
             if self.in_wheel == 0 {
                 // Nothing within the horizon: jump straight to the next far event.
                 match next_overflow {
@@ -168,6 +174,14 @@ impl EventQueue {
         }
     }
 
+    /// Time of the earliest event, without removing it.
+    pub fn peek_time(&mut self) -> Option<Time> {
+        if self.next == self.current.len() && !self.advance() {
+            return None;
+        }
+        Some(Time(key_time(self.current[self.next])))
+    }
+
     pub fn processed(&self) -> u64 {
         self.popped
     }
@@ -189,18 +203,21 @@ mod tests {
         for round in 0..200 {
             for _ in 0..50 {
                 x = crate::rng::mix64(x);
-                let t = now + match x % 4 {
-                    0 => x % 97,                       // ties and same-bucket events
-                    1 => (x >> 8) % 2_000_000,         // within the horizon
-                    2 => (x >> 8) % 500_000_000,       // beyond it (overflow)
-                    _ => 0,
-                };
+                let t = now
+                    + match x % 4 {
+                        0 => x % 97,                 // ties and same-bucket events
+                        1 => (x >> 8) % 2_000_000,   // within the horizon
+                        2 => (x >> 8) % 500_000_000, // beyond it (overflow)
+                        _ => 0,
+                    };
                 q.push(Time(t), Event::PortFree(id));
                 shadow.insert((t, id), id);
                 id += 1;
             }
             for _ in 0..(if round % 3 == 0 { 60 } else { 30 }) {
-                let Some((&(t, want), _)) = shadow.iter().next() else { break };
+                let Some((&(t, want), _)) = shadow.iter().next() else {
+                    break;
+                };
                 shadow.remove(&(t, want));
                 assert_eq!(q.pop(), Some((Time(t), Event::PortFree(want))));
                 now = t;

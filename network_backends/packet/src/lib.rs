@@ -3,7 +3,8 @@
 //! Layers, lowest first (a module only names those above it in this list):
 //! `units`, `rng`, `error` -> `config`, `params` -> `topology` -> `traffic`,
 //! `bounds` -> the scheme families `lb`, `cc`, `loss` (one trait each, one file per
-//! scheme, a registry by name) -> `events` -> `sim` (the event loop) -> `report`.
+//! scheme, a registry by name) -> `events` -> `sim` (the event loop) -> `report`,
+//! `network_api` (the engine as a backend of the system layer).
 //!
 //! Panic contract: no input makes the engine panic; bad input is a [`SimError`].
 //! Determinism: the same config (seed included) gives a bit-identical [`Report`].
@@ -15,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod lb;
 pub mod loss;
+pub mod network_api;
 pub mod params;
 pub mod report;
 pub mod rng;

@@ -14,18 +14,31 @@ pub struct ParamReader<'a> {
 
 impl<'a> ParamReader<'a> {
     pub fn new(family: &'static str, scheme: &str, params: &'a Params) -> Self {
-        ParamReader { family, scheme: scheme.to_string(), params, used: BTreeSet::new() }
+        ParamReader {
+            family,
+            scheme: scheme.to_string(),
+            params,
+            used: BTreeSet::new(),
+        }
     }
 
     fn bad(&self, param: &str, message: String) -> SimError {
-        SimError::BadSchemeParam { family: self.family, scheme: self.scheme.clone(), param: param.to_string(), message }
+        SimError::BadSchemeParam {
+            family: self.family,
+            scheme: self.scheme.clone(),
+            param: param.to_string(),
+            message,
+        }
     }
 
     pub fn f64(&mut self, name: &str, default: f64) -> SimResult<f64> {
         self.used.insert(name.to_string());
         match self.params.get(name) {
             None => Ok(default),
-            Some(v) => v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| self.bad(name, format!("must be a number, got {v}"))),
+            Some(v) => v
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| self.bad(name, format!("must be a number, got {v}"))),
         }
     }
 
@@ -42,7 +55,9 @@ impl<'a> ParamReader<'a> {
         self.used.insert(name.to_string());
         let v = match self.params.get(name) {
             None => default,
-            Some(v) => v.as_u64().ok_or_else(|| self.bad(name, format!("must be a non-negative integer, got {v}")))?,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                self.bad(name, format!("must be a non-negative integer, got {v}"))
+            })?,
         };
         if v < min {
             return Err(self.bad(name, format!("must be >= {min}, got {v}")));
@@ -55,8 +70,15 @@ impl<'a> ParamReader<'a> {
         for key in self.params.keys() {
             if !self.used.contains(key) {
                 let known: Vec<&str> = self.used.iter().map(String::as_str).collect();
-                let expected = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-                return Err(self.bad(key, format!("is not a parameter of this scheme (it takes: {expected})")));
+                let expected = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                return Err(self.bad(
+                    key,
+                    format!("is not a parameter of this scheme (it takes: {expected})"),
+                ));
             }
         }
         Ok(())

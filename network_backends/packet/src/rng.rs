@@ -17,7 +17,9 @@ pub fn mix64(mut x: u64) -> u64 {
 
 /// Stable id of a component family, so derived seeds do not depend on declaration order.
 pub fn family(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 pub fn derive_seed(seed: u64, family_name: &str, id: u64) -> u64 {

@@ -114,6 +114,10 @@ pub struct Simulation {
     bytes_dropped: u64,
     pkts_dropped: u64,
     acks_dropped: u64,
+    /// Driven by a system layer (`start_flow` / `next_completion`): finished flows are
+    /// handed out here instead of ending the run.
+    driven: bool,
+    completions: VecDeque<(Time, u32)>,
 }
 
 /// Called now and then with (flows finished, flows total); return false to cancel.
@@ -128,12 +132,35 @@ impl Simulation {
         let mut specs = traffic::generate(&cfg.traffic, &topo, cfg.seed)?;
         let max_time = Time((cfg.limits.max_time_ms * 1e9).round() as u64);
         if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| f.start > max_time) {
-            return Err(SimError::BadFlow { index: i, field: "start_ps", message: format!("starts at {} ps, after limits.max_time_ms = {}", f.start.0, cfg.limits.max_time_ms) });
+            return Err(SimError::BadFlow {
+                index: i,
+                field: "start_ps",
+                message: format!(
+                    "starts at {} ps, after limits.max_time_ms = {}",
+                    f.start.0, cfg.limits.max_time_ms
+                ),
+            });
         }
-        let infos: Vec<FlowInfo> = specs.iter().map(|f| FlowInfo { src: f.src, dst: f.dst, bytes: f.bytes }).collect();
+        let infos: Vec<FlowInfo> = specs
+            .iter()
+            .map(|f| FlowInfo {
+                src: f.src,
+                dst: f.dst,
+                bytes: f.bytes,
+            })
+            .collect();
         let timing = bounds::FrameTiming::from_config(&cfg);
         let bdp_packets = timing.bdp_packets(topo.diameter_hops);
-        let mut lb = lb::build(&cfg.scheme.lb, &LbInit { topo: &topo, flows: &infos, seed: cfg.seed, bdp_packets }, &cfg.scheme.lb_params)?;
+        let mut lb = lb::build(
+            &cfg.scheme.lb,
+            &LbInit {
+                topo: &topo,
+                flows: &infos,
+                seed: cfg.seed,
+                bdp_packets,
+            },
+            &cfg.scheme.lb_params,
+        )?;
         // The lower bound counts from the requested start times; a scheme that delays
         // starts (e.g. Ethereal's jitter) pays for it in its CCT.
         let lower_bound = bounds::cct_lower_bound(&topo, &specs, &timing);
@@ -141,9 +168,23 @@ impl Simulation {
         for (i, f) in specs.iter_mut().enumerate() {
             f.start = f.start + lb.start_delay(i as u32);
         }
-        let cc = cc::build(&cfg.scheme.cc, &CcInit { n_flows: specs.len(), line_rate: rate }, &cfg.scheme.cc_params)?;
+        let cc = cc::build(
+            &cfg.scheme.cc,
+            &CcInit {
+                n_flows: specs.len(),
+                line_rate: rate,
+            },
+            &cfg.scheme.cc_params,
+        )?;
         let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
-        let loss = loss::build(&cfg.scheme.loss, &LossInit { flow_bytes: &bytes, payload_bytes: cfg.packet.payload_bytes }, &cfg.scheme.loss_params)?;
+        let loss = loss::build(
+            &cfg.scheme.loss,
+            &LossInit {
+                flow_bytes: &bytes,
+                payload_bytes: cfg.packet.payload_bytes,
+            },
+            &cfg.scheme.loss_params,
+        )?;
 
         let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
         let ports = topo
@@ -157,7 +198,11 @@ impl Simulation {
                 wake_pending: false,
                 rate: p.rate,
                 gap: p.rate.serialization(cfg.packet.gap_bytes as u64),
-                arrive_delay: if p.peer < topo.n_hosts { p.latency } else { p.latency + switch_latency },
+                arrive_delay: if p.peer < topo.n_hosts {
+                    p.latency
+                } else {
+                    p.latency + switch_latency
+                },
                 peer: p.peer,
                 max_queue: 0,
                 queue_area: 0,
@@ -183,7 +228,9 @@ impl Simulation {
             })
             .collect();
         let n_ports = topo.ports.len();
-        let salts = (0..topo.n_nodes() as u64).map(|n| derive_seed(cfg.seed, "ecmp.salt", n)).collect();
+        let salts = (0..topo.n_nodes() as u64)
+            .map(|n| derive_seed(cfg.seed, "ecmp.salt", n))
+            .collect();
         Ok(Simulation {
             rto: Dur((cfg.limits.rto_us * PS_PER_US as f64).round() as u64),
             ecn_rng: derive_rng(cfg.seed, "switch.ecn", 0),
@@ -201,6 +248,8 @@ impl Simulation {
             bytes_dropped: 0,
             pkts_dropped: 0,
             acks_dropped: 0,
+            driven: false,
+            completions: VecDeque::new(),
             cfg,
             topo,
             flows,
@@ -229,27 +278,19 @@ impl Simulation {
         let mut areas_at_completion: Vec<u128> = Vec::new();
         while let Some((t, ev)) = self.events.pop() {
             if !self.draining && t > max_time {
-                return Err(self.unfinished(format!("limits.max_time_ms = {} reached", self.cfg.limits.max_time_ms)));
+                return Err(self.unfinished(format!(
+                    "limits.max_time_ms = {} reached",
+                    self.cfg.limits.max_time_ms
+                )));
             }
-            self.now = t;
-            match ev {
-                Event::PortFree(p) => self.on_port_free(p as usize),
-                Event::LinkArrive(p) => self.on_link_arrive(p as usize),
-                Event::FlowStart(f) => self.on_flow_start(f),
-                Event::HostWake(h) => {
-                    self.hosts[h as usize].wake_at = None;
-                    self.host_try_send(h);
-                }
-                Event::Rto(f) => self.on_rto(f),
-            }
-            if let Some(e) = self.error.take() {
-                return Err(e);
-            }
+            self.dispatch(t, ev)?;
             if !self.draining && self.done == total {
                 // Every flow is complete: freeze the statistics, then let stragglers drain.
                 self.draining = true;
                 completed_at = self.now;
-                areas_at_completion = (0..self.ports.len()).map(|p| self.queue_area_until(p, completed_at)).collect();
+                areas_at_completion = (0..self.ports.len())
+                    .map(|p| self.queue_area_until(p, completed_at))
+                    .collect();
             }
             if self.events.processed() & 0xF_FFFF == 0 && !progress(self.done, total) {
                 return Err(self.unfinished("cancelled".to_string()));
@@ -262,8 +303,103 @@ impl Simulation {
         Ok(self.report(completed_at, &areas_at_completion))
     }
 
+    fn dispatch(&mut self, t: Time, ev: Event) -> SimResult<()> {
+        self.now = t;
+        match ev {
+            Event::PortFree(p) => self.on_port_free(p as usize),
+            Event::LinkArrive(p) => self.on_link_arrive(p as usize),
+            Event::FlowStart(f) => self.on_flow_start(f),
+            Event::HostWake(h) => {
+                self.hosts[h as usize].wake_at = None;
+                self.host_try_send(h);
+            }
+            Event::Rto(f) => self.on_rto(f),
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    // ---- driven by a system layer --------------------------------------------
+
+    /// Hands the start of every flow to the caller: `run` is not used; the caller starts
+    /// flows with `start_flow` and collects them with `next_completion`.
+    pub fn drive(&mut self) {
+        self.driven = true;
+    }
+
+    pub fn flow_spec(&self, f: u32) -> Option<FlowSpec> {
+        self.flows.get(f as usize).map(|rt| rt.spec)
+    }
+
+    /// Starts flow `f` (declared in the config's flow list) at `at`, which must not be in
+    /// the past. Its declared start time is ignored.
+    pub fn start_flow(&mut self, f: u32, at: Time) -> SimResult<()> {
+        let n = self.flows.len();
+        let Some(flow) = self.flows.get_mut(f as usize) else {
+            return Err(SimError::BadFlow {
+                index: f as usize,
+                field: "id",
+                message: format!("no such flow (the run declared {n})"),
+            });
+        };
+        if at < self.now || flow.finish.is_some() {
+            return Err(SimError::BadFlow {
+                index: f as usize,
+                field: "start_ps",
+                message: format!(
+                    "started at {} ps, before the engine's clock ({} ps) or twice",
+                    at.0, self.now.0
+                ),
+            });
+        }
+        flow.spec.start = at;
+        flow.next_allowed = at;
+        self.events.push(at, Event::FlowStart(f));
+        Ok(())
+    }
+
+    /// Runs until the next flow completes (its last ACK is back at the sender), processing
+    /// only events before `limit`; `None` when nothing completes before it.
+    pub fn next_completion(&mut self, limit: Time) -> SimResult<Option<(Time, u32)>> {
+        let max_time = Time((self.cfg.limits.max_time_ms * 1e9).round() as u64);
+        loop {
+            if let Some(c) = self.completions.pop_front() {
+                return Ok(Some(c));
+            }
+            match self.events.peek_time() {
+                Some(t) if t < limit => {
+                    if t > max_time {
+                        return Err(self.unfinished(format!(
+                            "limits.max_time_ms = {} reached",
+                            self.cfg.limits.max_time_ms
+                        )));
+                    }
+                    let (t, ev) = self.events.pop().expect("peeked");
+                    self.dispatch(t, ev)?;
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// The report of a driven run, with statistics up to the last completion.
+    pub fn driven_report(self) -> Report {
+        let end = self.now;
+        let areas: Vec<u128> = (0..self.ports.len())
+            .map(|p| self.queue_area_until(p, end))
+            .collect();
+        self.report(end, &areas)
+    }
+
     fn unfinished(&self, reason: String) -> SimError {
-        SimError::DidNotFinish { unfinished: self.flows.len() - self.done, total: self.flows.len(), time_us: self.now.as_us(), reason }
+        SimError::DidNotFinish {
+            unfinished: self.flows.len() - self.done,
+            total: self.flows.len(),
+            time_us: self.now.as_us(),
+            reason,
+        }
     }
 
     // ---- hosts -------------------------------------------------------------
@@ -298,13 +434,16 @@ impl Simulation {
             let f = self.hosts[h as usize].active[idx];
             let flow = &self.flows[f as usize];
             if flow.next_allowed > self.now {
-                earliest = Some(earliest.map_or(flow.next_allowed, |e: Time| e.min(flow.next_allowed)));
+                earliest =
+                    Some(earliest.map_or(flow.next_allowed, |e: Time| e.min(flow.next_allowed)));
                 continue;
             }
             if self.loss.in_flight_bytes(f) >= self.cc.window_bytes(f) {
                 continue;
             }
-            let Some(send) = self.loss.next_packet(f, self.now) else { continue };
+            let Some(send) = self.loss.next_packet(f, self.now) else {
+                continue;
+            };
             let entropy = self.lb.entropy(f, send.seq, self.now);
             let spec = self.flows[f as usize].spec;
             let wire = send.payload + self.cfg.packet.header_bytes;
@@ -357,7 +496,13 @@ impl Simulation {
             // The data packet becomes its own ACK, echoing its entropy and ECN mark.
             let entropy = self.lb.ack_entropy(p.flow, p.entropy, self.now);
             let src = self.flows[p.flow as usize].spec.src;
-            let ack = Packet { is_ack: true, wire: self.cfg.packet.ack_bytes as u16, dst: src, entropy, ..p };
+            let ack = Packet {
+                is_ack: true,
+                wire: self.cfg.packet.ack_bytes as u16,
+                dst: src,
+                entropy,
+                ..p
+            };
             let port = self.topo.host_port[h as usize] as usize;
             self.ports[port].q_hi.push_back(ack);
             self.host_try_send(h);
@@ -370,7 +515,13 @@ impl Simulation {
         }
         let outcome = self.loss.on_ack(f, p.seq, self.now);
         self.lb.on_ack(f, p.echo, p.ecn, self.now);
-        self.cc.on_ack(f, outcome.newly_acked, p.ecn, self.now - p.sent_at, self.now);
+        self.cc.on_ack(
+            f,
+            outcome.newly_acked,
+            p.ecn,
+            self.now - p.sent_at,
+            self.now,
+        );
         if outcome.newly_acked > 0 {
             self.flows[f as usize].timeouts_in_a_row = 0;
         }
@@ -384,6 +535,9 @@ impl Simulation {
         let flow = &mut self.flows[f as usize];
         flow.finish = Some(self.now);
         self.done += 1;
+        if self.driven {
+            self.completions.push_back((self.now, f));
+        }
         let (src, slot) = (flow.spec.src as usize, flow.slot);
         let host = &mut self.hosts[src];
         host.active.swap_remove(slot);
@@ -401,7 +555,9 @@ impl Simulation {
         if self.draining || flow.finish.is_some() {
             return;
         }
-        let Some(oldest) = self.loss.oldest_outstanding(f) else { return };
+        let Some(oldest) = self.loss.oldest_outstanding(f) else {
+            return;
+        };
         let next = oldest + self.rto;
         if next <= self.now {
             let lost = self.loss.on_timeout(f, self.now, self.rto);
@@ -467,7 +623,10 @@ impl Simulation {
     }
 
     fn on_link_arrive(&mut self, port: usize) {
-        let (_, pkt) = self.ports[port].wire.pop_front().expect("arrival event without a frame on the link");
+        let (_, pkt) = self.ports[port]
+            .wire
+            .pop_front()
+            .expect("arrival event without a frame on the link");
         if let Some(&(next, _)) = self.ports[port].wire.front() {
             self.events.push(next, Event::LinkArrive(port as u32));
         }
@@ -498,7 +657,13 @@ impl Simulation {
                     buffer_bytes: self.cfg.switch.buffer_bytes,
                     salt: self.salts[node as usize],
                 };
-                let hdr = Header { flow: p.flow, dst: p.dst, entropy: p.entropy, is_ack: p.is_ack, wire_bytes: p.wire as u32 };
+                let hdr = Header {
+                    flow: p.flow,
+                    dst: p.dst,
+                    entropy: p.entropy,
+                    is_ack: p.is_ack,
+                    wire_bytes: p.wire as u32,
+                };
                 self.lb.choose_port(&view, &hdr)
             }
         };
@@ -534,7 +699,9 @@ impl Simulation {
 
     fn switch_dequeue(&mut self, port: usize) {
         let rt = &mut self.ports[port];
-        let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else { return };
+        let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
+            return;
+        };
         let left = self.queued[port] - pkt.wire as u64;
         self.set_queued(port, left);
         if !pkt.is_ack && self.cfg.switch.ecn && self.red_marks(left) {
@@ -552,7 +719,10 @@ impl Simulation {
     /// of the backlog left behind the departing packet.
     fn red_marks(&mut self, backlog: u64) -> bool {
         let buf = self.cfg.switch.buffer_bytes as f64;
-        let (kmin, kmax) = (self.cfg.switch.ecn_kmin * buf, self.cfg.switch.ecn_kmax * buf);
+        let (kmin, kmax) = (
+            self.cfg.switch.ecn_kmin * buf,
+            self.cfg.switch.ecn_kmax * buf,
+        );
         let q = backlog as f64;
         if q <= kmin {
             false
@@ -579,7 +749,12 @@ impl Simulation {
     // ---- results ---------------------------------------------------------------
 
     fn lb_counters(&self) -> Vec<(String, u64)> {
-        let mut c: Vec<(String, u64)> = self.lb.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let mut c: Vec<(String, u64)> = self
+            .lb
+            .counters()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         if !c.iter().any(|(k, _)| k == "queue_pairs") {
             c.insert(0, ("queue_pairs".to_string(), self.flows.len() as u64));
         }
@@ -634,7 +809,11 @@ impl Simulation {
             s.mean_queue_bytes = area_sum[&s.name] / (s.ports as f64 * span);
             s.utilization /= cap_sum[&s.name];
             let mean = data_sum[&s.name] / s.ports as f64;
-            s.max_link_load = if mean > 0.0 { s.max_link_load / mean } else { 0.0 };
+            s.max_link_load = if mean > 0.0 {
+                s.max_link_load / mean
+            } else {
+                0.0
+            };
         }
         let mut digest = 0xcbf2_9ce4_8422_2325u64;
         for f in &flows {

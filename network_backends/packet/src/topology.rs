@@ -54,10 +54,16 @@ impl Topology {
         match *cfg {
             TopologyConfig::FatTree { k } => {
                 if k < 2 || k % 2 != 0 {
-                    return Err(config_err("topology.k", format!("a k-ary fat tree needs an even k >= 2, got {k}")));
+                    return Err(config_err(
+                        "topology.k",
+                        format!("a k-ary fat tree needs an even k >= 2, got {k}"),
+                    ));
                 }
                 if k > 64 {
-                    return Err(config_err("topology.k", format!("k = {k} exceeds the supported maximum of 64")));
+                    return Err(config_err(
+                        "topology.k",
+                        format!("k = {k} exceeds the supported maximum of 64"),
+                    ));
                 }
                 let h = k / 2;
                 let n_hosts = k * k * k / 4;
@@ -94,9 +100,18 @@ impl Topology {
                 }
                 b.finish(n_hosts)
             }
-            TopologyConfig::LeafSpine { leaves, spines, links_per_pair, oversubscription, hosts_per_leaf } => {
+            TopologyConfig::LeafSpine {
+                leaves,
+                spines,
+                links_per_pair,
+                oversubscription,
+                hosts_per_leaf,
+            } => {
                 if leaves < 1 || spines < 1 || links_per_pair < 1 {
-                    return Err(config_err("topology", "leaf-spine needs leaves, spines and links_per_pair >= 1"));
+                    return Err(config_err(
+                        "topology",
+                        "leaf-spine needs leaves, spines and links_per_pair >= 1",
+                    ));
                 }
                 let uplinks = spines * links_per_pair;
                 let hpl = match hosts_per_leaf {
@@ -104,7 +119,10 @@ impl Topology {
                     Some(_) => return Err(config_err("topology.hosts_per_leaf", "must be >= 1")),
                     None => {
                         let x = oversubscription * uplinks as f64;
-                        if !(oversubscription > 0.0) || (x - x.round()).abs() > 1e-9 || x.round() < 1.0 {
+                        if !(oversubscription > 0.0)
+                            || (x - x.round()).abs() > 1e-9
+                            || x.round() < 1.0
+                        {
                             return Err(config_err(
                                 "topology.oversubscription",
                                 format!("oversubscription x spines x links_per_pair must be a whole number of hosts per leaf, got {x}"),
@@ -154,7 +172,11 @@ impl Topology {
 
     pub fn stage_name(&self, port: PortId) -> String {
         let p = &self.ports[port as usize];
-        format!("{}->{}", self.tier_names[self.tier[p.owner as usize] as usize], self.tier_names[self.tier[p.peer as usize] as usize])
+        format!(
+            "{}->{}",
+            self.tier_names[self.tier[p.owner as usize] as usize],
+            self.tier_names[self.tier[p.peer as usize] as usize]
+        )
     }
 
     /// Number of links crossed from host `src` to host `dst` on a shortest path.
@@ -189,8 +211,18 @@ impl Builder {
     }
 
     fn link(&mut self, a: NodeId, b: NodeId, rate: Rate, latency: Dur) {
-        self.ports.push(PortSpec { owner: a, peer: b, rate, latency });
-        self.ports.push(PortSpec { owner: b, peer: a, rate, latency });
+        self.ports.push(PortSpec {
+            owner: a,
+            peer: b,
+            rate,
+            latency,
+        });
+        self.ports.push(PortSpec {
+            owner: b,
+            peer: a,
+            rate,
+            latency,
+        });
     }
 
     fn finish(self, n_hosts: u32) -> SimResult<Topology> {
@@ -204,7 +236,10 @@ impl Builder {
         let mut host_edge = vec![0; n_hosts as usize];
         for h in 0..n_hosts as usize {
             if node_ports[h].len() != 1 {
-                return Err(config_err("topology", format!("host {h} must have exactly one NIC")));
+                return Err(config_err(
+                    "topology",
+                    format!("host {h} must have exactly one NIC"),
+                ));
             }
             let p = node_ports[h][0];
             host_port[h] = p;
@@ -289,7 +324,12 @@ mod tests {
     use super::*;
 
     fn fat_tree(k: u32) -> Topology {
-        Topology::build(&TopologyConfig::FatTree { k }, Rate::from_gbps(800.0), Dur(500_000)).unwrap()
+        Topology::build(
+            &TopologyConfig::FatTree { k },
+            Rate::from_gbps(800.0),
+            Dur(500_000),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -315,7 +355,10 @@ mod tests {
         let g = t.group_towards(e, de);
         assert_eq!(t.groups[g as usize].len(), (k / 2) as usize);
         let agg = t.ports[t.groups[g as usize][0] as usize].peer;
-        assert_eq!(t.groups[t.group_towards(agg, de) as usize].len(), (k / 2) as usize);
+        assert_eq!(
+            t.groups[t.group_towards(agg, de) as usize].len(),
+            (k / 2) as usize
+        );
         assert_eq!(t.hops_between(src, dst), 6);
         assert_eq!(t.hops_between(0, 1), 2);
         assert_eq!(t.hops_between(0, k / 2), 4); // same pod, other edge
@@ -323,7 +366,13 @@ mod tests {
 
     #[test]
     fn leaf_spine_parallel_links_and_oversubscription() {
-        let cfg = TopologyConfig::LeafSpine { leaves: 4, spines: 2, links_per_pair: 2, oversubscription: 2.0, hosts_per_leaf: None };
+        let cfg = TopologyConfig::LeafSpine {
+            leaves: 4,
+            spines: 2,
+            links_per_pair: 2,
+            oversubscription: 2.0,
+            hosts_per_leaf: None,
+        };
         let t = Topology::build(&cfg, Rate::from_gbps(400.0), Dur(1000)).unwrap();
         assert_eq!(t.n_hosts, 4 * 8);
         let g = t.group_towards(t.host_edge[0], t.host_edge[31]);
@@ -333,7 +382,12 @@ mod tests {
 
     #[test]
     fn odd_k_is_refused_with_the_field_name() {
-        let err = Topology::build(&TopologyConfig::FatTree { k: 7 }, Rate::from_gbps(800.0), Dur(0)).unwrap_err();
+        let err = Topology::build(
+            &TopologyConfig::FatTree { k: 7 },
+            Rate::from_gbps(800.0),
+            Dur(0),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("topology.k"), "{err}");
     }
 }

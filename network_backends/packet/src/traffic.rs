@@ -21,35 +21,85 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
     let n = topo.n_hosts;
     let flows = match cfg {
         TrafficConfig::Permutation { bytes, inter_pod } => {
-            let dst = if *inter_pod { inter_pod_permutation(topo, seed)? } else { derangement(n, seed)? };
-            (0..n).map(|s| FlowSpec { src: s, dst: dst[s as usize], bytes: *bytes, start: Time::ZERO }).collect()
+            let dst = if *inter_pod {
+                inter_pod_permutation(topo, seed)?
+            } else {
+                derangement(n, seed)?
+            };
+            (0..n)
+                .map(|s| FlowSpec {
+                    src: s,
+                    dst: dst[s as usize],
+                    bytes: *bytes,
+                    start: Time::ZERO,
+                })
+                .collect()
         }
         TrafficConfig::AllToAll { bytes } => {
             let mut v = Vec::with_capacity((n as usize) * (n as usize - 1));
             for s in 0..n {
                 for d in 0..n {
                     if s != d {
-                        v.push(FlowSpec { src: s, dst: d, bytes: *bytes, start: Time::ZERO });
+                        v.push(FlowSpec {
+                            src: s,
+                            dst: d,
+                            bytes: *bytes,
+                            start: Time::ZERO,
+                        });
                     }
                 }
             }
             v
         }
-        TrafficConfig::Incast { dst, senders, bytes } => {
+        TrafficConfig::Incast {
+            dst,
+            senders,
+            bytes,
+        } => {
             if *dst >= n {
-                return Err(config_err("traffic.dst", format!("host {dst} does not exist (the topology has {n} hosts)")));
+                return Err(config_err(
+                    "traffic.dst",
+                    format!("host {dst} does not exist (the topology has {n} hosts)"),
+                ));
             }
             if *senders == 0 || *senders >= n {
-                return Err(config_err("traffic.senders", format!("must be between 1 and {} for {n} hosts", n - 1)));
+                return Err(config_err(
+                    "traffic.senders",
+                    format!("must be between 1 and {} for {n} hosts", n - 1),
+                ));
             }
-            (0..n).filter(|&s| s != *dst).take(*senders as usize).map(|s| FlowSpec { src: s, dst: *dst, bytes: *bytes, start: Time::ZERO }).collect()
+            (0..n)
+                .filter(|&s| s != *dst)
+                .take(*senders as usize)
+                .map(|s| FlowSpec {
+                    src: s,
+                    dst: *dst,
+                    bytes: *bytes,
+                    start: Time::ZERO,
+                })
+                .collect()
         }
-        TrafficConfig::Flows { src, dst, bytes, start_ps } => {
+        TrafficConfig::Flows {
+            src,
+            dst,
+            bytes,
+            start_ps,
+        } => {
             let len = src.len();
             if dst.len() != len || bytes.len() != len || start_ps.len() != len {
-                return Err(config_err("traffic", "src, dst, bytes and start_ps must have the same length"));
+                return Err(config_err(
+                    "traffic",
+                    "src, dst, bytes and start_ps must have the same length",
+                ));
             }
-            (0..len).map(|i| FlowSpec { src: src[i], dst: dst[i], bytes: bytes[i], start: Time(start_ps[i]) }).collect()
+            (0..len)
+                .map(|i| FlowSpec {
+                    src: src[i],
+                    dst: dst[i],
+                    bytes: bytes[i],
+                    start: Time(start_ps[i]),
+                })
+                .collect()
         }
     };
     check(&flows, n)?;
@@ -61,15 +111,38 @@ fn check(flows: &[FlowSpec], n_hosts: u32) -> SimResult<()> {
         return Err(config_err("traffic", "no flows to simulate"));
     }
     for (index, f) in flows.iter().enumerate() {
-        let bad = |field, message: String| Err(SimError::BadFlow { index, field, message });
+        let bad = |field, message: String| {
+            Err(SimError::BadFlow {
+                index,
+                field,
+                message,
+            })
+        };
         if f.src >= n_hosts {
-            return bad("src", format!("is host {}, but the topology has hosts 0..{}", f.src, n_hosts - 1));
+            return bad(
+                "src",
+                format!(
+                    "is host {}, but the topology has hosts 0..{}",
+                    f.src,
+                    n_hosts - 1
+                ),
+            );
         }
         if f.dst >= n_hosts {
-            return bad("dst", format!("is host {}, but the topology has hosts 0..{}", f.dst, n_hosts - 1));
+            return bad(
+                "dst",
+                format!(
+                    "is host {}, but the topology has hosts 0..{}",
+                    f.dst,
+                    n_hosts - 1
+                ),
+            );
         }
         if f.src == f.dst {
-            return bad("dst", format!("equals src ({}): a host cannot send to itself", f.src));
+            return bad(
+                "dst",
+                format!("equals src ({}): a host cannot send to itself", f.src),
+            );
         }
         if f.bytes == 0 {
             return bad("bytes", "must be > 0".to_string());
@@ -81,7 +154,10 @@ fn check(flows: &[FlowSpec], n_hosts: u32) -> SimResult<()> {
 /// Uniform random permutation without fixed points (rejection sampling, ~e draws).
 fn derangement(n: u32, seed: u64) -> SimResult<Vec<u32>> {
     if n < 2 {
-        return Err(config_err("traffic", "a permutation needs at least 2 hosts"));
+        return Err(config_err(
+            "traffic",
+            "a permutation needs at least 2 hosts",
+        ));
     }
     let mut rng = derive_rng(seed, "traffic.permutation", 0);
     let mut p: Vec<u32> = (0..n).collect();
@@ -97,9 +173,15 @@ fn derangement(n: u32, seed: u64) -> SimResult<Vec<u32>> {
 fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
     let n = topo.n_hosts as usize;
     let pod = |h: u32| topo.pod[topo.host_edge[h as usize] as usize];
-    let pods = (0..n as u32).map(pod).collect::<std::collections::BTreeSet<_>>().len();
+    let pods = (0..n as u32)
+        .map(pod)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     if pods < 2 {
-        return Err(config_err("traffic.inter_pod", "the topology has a single pod"));
+        return Err(config_err(
+            "traffic.inter_pod",
+            "the topology has a single pod",
+        ));
     }
     let mut rng = derive_rng(seed, "traffic.permutation.inter_pod", 0);
     for _attempt in 0..1000 {
@@ -108,7 +190,9 @@ fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
         let mut dst = vec![u32::MAX; n];
         let mut ok = true;
         for s in 0..n as u32 {
-            let choices: Vec<usize> = (0..free.len()).filter(|&i| pod(free[i]) != pod(s)).collect();
+            let choices: Vec<usize> = (0..free.len())
+                .filter(|&i| pod(free[i]) != pod(s))
+                .collect();
             if choices.is_empty() {
                 ok = false;
                 break;
@@ -120,7 +204,10 @@ fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
             return Ok(dst);
         }
     }
-    Err(config_err("traffic.inter_pod", "could not draw an inter-pod permutation"))
+    Err(config_err(
+        "traffic.inter_pod",
+        "could not draw an inter-pod permutation",
+    ))
 }
 
 #[cfg(test)]
@@ -131,16 +218,32 @@ mod tests {
 
     #[test]
     fn permutations_are_derangements_and_inter_pod_when_asked() {
-        let topo = Topology::build(&TopologyConfig::FatTree { k: 8 }, Rate::from_gbps(800.0), Dur(1)).unwrap();
+        let topo = Topology::build(
+            &TopologyConfig::FatTree { k: 8 },
+            Rate::from_gbps(800.0),
+            Dur(1),
+        )
+        .unwrap();
         for inter_pod in [false, true] {
-            let f = generate(&TrafficConfig::Permutation { bytes: 1, inter_pod }, &topo, 7).unwrap();
+            let f = generate(
+                &TrafficConfig::Permutation {
+                    bytes: 1,
+                    inter_pod,
+                },
+                &topo,
+                7,
+            )
+            .unwrap();
             let mut seen = vec![false; 128];
             for x in &f {
                 assert_ne!(x.src, x.dst);
                 assert!(!seen[x.dst as usize]);
                 seen[x.dst as usize] = true;
                 if inter_pod {
-                    assert_ne!(topo.pod[topo.host_edge[x.src as usize] as usize], topo.pod[topo.host_edge[x.dst as usize] as usize]);
+                    assert_ne!(
+                        topo.pod[topo.host_edge[x.src as usize] as usize],
+                        topo.pod[topo.host_edge[x.dst as usize] as usize]
+                    );
                 }
             }
         }

@@ -65,7 +65,11 @@ pub struct Rate {
 impl Rate {
     pub fn from_gbps(gbps: f64) -> Rate {
         let bps = ((gbps * 1e9).round() as u64).max(1);
-        let ps_per_byte = if 8_000_000_000_000 % bps == 0 { 8_000_000_000_000 / bps } else { 0 };
+        let ps_per_byte = if 8_000_000_000_000 % bps == 0 {
+            8_000_000_000_000 / bps
+        } else {
+            0
+        };
         Rate { bps, ps_per_byte }
     }
     pub fn bps(self) -> u64 {

@@ -16,14 +16,26 @@ fn flows(list: &[(u32, u32, u64)]) -> serde_json::Value {
 }
 
 fn conserved(r: &Report) {
-    assert_eq!(r.data_bytes_sent, r.data_bytes_delivered + r.data_bytes_dropped);
+    assert_eq!(
+        r.data_bytes_sent,
+        r.data_bytes_delivered + r.data_bytes_dropped
+    );
     assert_eq!(r.packets_alive_at_end, 0);
-    assert!(r.cct_ps >= r.lower_bound_ps, "cct {} beat its bound {}", r.cct_ps, r.lower_bound_ps);
+    assert!(
+        r.cct_ps >= r.lower_bound_ps,
+        "cct {} beat its bound {}",
+        r.cct_ps,
+        r.lower_bound_ps
+    );
 }
 
 #[test]
 fn one_flow_on_an_idle_fat_tree_takes_exactly_serialization_plus_propagation() {
-    for (lb, src, dst, hops) in [("ecmp", 0, 127, 6u64), ("host_spray", 0, 1, 2), ("switch_ar", 0, 5, 4)] {
+    for (lb, src, dst, hops) in [
+        ("ecmp", 0, 127, 6u64),
+        ("host_spray", 0, 1, 2),
+        ("switch_ar", 0, 5, 4),
+    ] {
         let r = run(json!({"topology": {"kind": "fat_tree", "k": 8}, "traffic": flows(&[(src, dst, 100 * 4096)]),
                            "scheme": {"lb": lb}})).unwrap();
         // 100 packets of 4158 B at 10 ps/B with 200 ps gaps; ACK of 64 B back over the same hop count.
@@ -36,9 +48,15 @@ fn one_flow_on_an_idle_fat_tree_takes_exactly_serialization_plus_propagation() {
 
 #[test]
 fn switch_latency_adds_once_per_switch_each_way() {
-    let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "switch": {"latency_ns": 100.0},
-                       "traffic": flows(&[(0, 15, 4096)])})).unwrap();
-    assert_eq!(r.flows[0].finish_ps, 6 * (41_580 + 500_000) + 6 * (640 + 500_000) + 2 * 5 * 100_000);
+    let r = run(
+        json!({"topology": {"kind": "fat_tree", "k": 4}, "switch": {"latency_ns": 100.0},
+                       "traffic": flows(&[(0, 15, 4096)])}),
+    )
+    .unwrap();
+    assert_eq!(
+        r.flows[0].finish_ps,
+        6 * (41_580 + 500_000) + 6 * (640 + 500_000) + 2 * 5 * 100_000
+    );
 }
 
 #[test]
@@ -47,33 +65,48 @@ fn there_and_back_on_k4_is_within_a_thousandth_of_the_appendix_b_bound() {
     let mut best = u64::MAX;
     for seed in 0..20 {
         for lb in ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"] {
-            let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": seed, "scheme": {"lb": lb},
-                               "traffic": flows(&[(0, 15, 256 * 4096), (15, 0, 256 * 4096)])})).unwrap();
+            let r = run(
+                json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": seed, "scheme": {"lb": lb},
+                               "traffic": flows(&[(0, 15, 256 * 4096), (15, 0, 256 * 4096)])}),
+            )
+            .unwrap();
             conserved(&r);
             best = best.min(r.cct_ps);
         }
     }
     let bound = 17_056_740.0; // the exact contention-free schedule (bounds.rs)
     let gap = (best as f64 - bound) / bound;
-    println!("best there-and-back CCT {best} ps, bound {bound} ps, excess {:.2e}", gap);
+    println!(
+        "best there-and-back CCT {best} ps, bound {bound} ps, excess {:.2e}",
+        gap
+    );
     assert!(gap >= 0.0 && gap < 1e-3, "excess {gap}");
 }
 
 #[test]
 fn same_seed_same_digest_and_different_seed_different_draws() {
-    let cfg = |seed: u64| json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": seed, "scheme": {"lb": "host_spray"},
-                                 "traffic": {"kind": "permutation", "bytes": 200_000}});
-    let (a, b, c) = (run(cfg(3)).unwrap(), run(cfg(3)).unwrap(), run(cfg(4)).unwrap());
+    let cfg = |seed: u64| {
+        json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": seed, "scheme": {"lb": "host_spray"},
+                                 "traffic": {"kind": "permutation", "bytes": 200_000}})
+    };
+    let (a, b, c) = (
+        run(cfg(3)).unwrap(),
+        run(cfg(3)).unwrap(),
+        run(cfg(4)).unwrap(),
+    );
     assert_eq!(a, b);
     assert_ne!(a.digest, c.digest);
 }
 
 #[test]
 fn tiny_buffers_drop_and_sack_still_conserves_bytes() {
-    let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "switch": {"buffer_bytes": 9000},
+    let r = run(
+        json!({"topology": {"kind": "fat_tree", "k": 4}, "switch": {"buffer_bytes": 9000},
                        "scheme": {"lb": "ecmp", "loss": "sack", "loss_params": {"threshold": 8}},
                        "limits": {"rto_us": 20.0},
-                       "traffic": {"kind": "incast", "dst": 0, "senders": 6, "bytes": 100_000}})).unwrap();
+                       "traffic": {"kind": "incast", "dst": 0, "senders": 6, "bytes": 100_000}}),
+    )
+    .unwrap();
     assert!(r.data_packets_dropped > 0);
     assert!(r.flows.iter().map(|f| f.retransmissions).sum::<u64>() >= r.data_packets_dropped);
     conserved(&r);
@@ -82,22 +115,46 @@ fn tiny_buffers_drop_and_sack_still_conserves_bytes() {
 #[test]
 fn a_run_that_cannot_finish_ends_with_an_error_not_a_hang() {
     // rho = 1e-6 paces one packet per ~5 ms: the run hits max_time first.
-    let e = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "limits": {"max_time_ms": 1.0},
+    let e = run(
+        json!({"topology": {"kind": "fat_tree", "k": 4}, "limits": {"max_time_ms": 1.0},
                        "scheme": {"cc_params": {"rho": 0.000001}},
-                       "traffic": flows(&[(0, 15, 40_000)])})).unwrap_err();
+                       "traffic": flows(&[(0, 15, 40_000)])}),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("max_time_ms"), "{e}");
 }
 
 #[test]
 fn bad_input_names_the_field() {
     let cases = [
-        (json!({"topology": {"kind": "fat_tree", "k": 7}, "traffic": {"kind": "all_to_all", "bytes": 1}}), "topology.k"),
-        (json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": {"kind": "all_to_all", "bytes": 1}, "scheme": {"lb": "nope"}}), "unknown lb scheme `nope`"),
-        (json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": {"kind": "all_to_all", "bytes": 1}, "scheme": {"lb": "switch_rr", "lb_params": {"wraps": 3}}}), "parameter `wraps`"),
-        (json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": flows(&[(3, 3, 10)])}), "flow 0: field `dst`"),
-        (json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": flows(&[(0, 3, 0)])}), "flow 0: field `bytes`"),
-        (json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": flows(&[(0, 99, 10)])}), "flow 0: field `dst`"),
-        (json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": {"kind": "all_to_all", "bytes": 1}, "linkz": {}}), "unknown field `linkz`"),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 7}, "traffic": {"kind": "all_to_all", "bytes": 1}}),
+            "topology.k",
+        ),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": {"kind": "all_to_all", "bytes": 1}, "scheme": {"lb": "nope"}}),
+            "unknown lb scheme `nope`",
+        ),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": {"kind": "all_to_all", "bytes": 1}, "scheme": {"lb": "switch_rr", "lb_params": {"wraps": 3}}}),
+            "parameter `wraps`",
+        ),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": flows(&[(3, 3, 10)])}),
+            "flow 0: field `dst`",
+        ),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": flows(&[(0, 3, 0)])}),
+            "flow 0: field `bytes`",
+        ),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": flows(&[(0, 99, 10)])}),
+            "flow 0: field `dst`",
+        ),
+        (
+            json!({"topology": {"kind": "fat_tree", "k": 4}, "traffic": {"kind": "all_to_all", "bytes": 1}, "linkz": {}}),
+            "unknown field `linkz`",
+        ),
     ];
     for (cfg, want) in cases {
         let e = run(cfg).unwrap_err().to_string();

@@ -5,33 +5,77 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tracefabric_packet::{SimError, Simulation, SimConfig};
+use tracefabric_packet::{SimConfig, SimError, Simulation};
 
-create_exception!(_core, EngineError, PyException, "An error raised by the Rust engine: args = (variant, message, fields).");
+create_exception!(
+    _core,
+    EngineError,
+    PyException,
+    "An error raised by the Rust engine: args = (variant, message, fields)."
+);
 
 fn to_py_err(e: SimError) -> PyErr {
     let message = e.to_string();
     let (variant, fields): (&str, Vec<(&str, String)>) = match &e {
         SimError::InvalidConfig { field, .. } => ("InvalidConfig", vec![("field", field.clone())]),
-        SimError::UnknownScheme { family, name, known } => {
-            ("UnknownScheme", vec![("family", family.to_string()), ("name", name.clone()), ("known", known.clone())])
-        }
-        SimError::BadSchemeParam { family, scheme, param, .. } => {
-            ("BadSchemeParam", vec![("family", family.to_string()), ("scheme", scheme.clone()), ("param", param.clone())])
-        }
-        SimError::BadFlow { index, field, .. } => ("BadFlow", vec![("index", index.to_string()), ("field", field.to_string())]),
-        SimError::DidNotFinish { unfinished, total, .. } => {
-            ("DidNotFinish", vec![("unfinished", unfinished.to_string()), ("total", total.to_string())])
-        }
+        SimError::UnknownScheme {
+            family,
+            name,
+            known,
+        } => (
+            "UnknownScheme",
+            vec![
+                ("family", family.to_string()),
+                ("name", name.clone()),
+                ("known", known.clone()),
+            ],
+        ),
+        SimError::BadSchemeParam {
+            family,
+            scheme,
+            param,
+            ..
+        } => (
+            "BadSchemeParam",
+            vec![
+                ("family", family.to_string()),
+                ("scheme", scheme.clone()),
+                ("param", param.clone()),
+            ],
+        ),
+        SimError::BadFlow { index, field, .. } => (
+            "BadFlow",
+            vec![("index", index.to_string()), ("field", field.to_string())],
+        ),
+        SimError::DidNotFinish {
+            unfinished, total, ..
+        } => (
+            "DidNotFinish",
+            vec![
+                ("unfinished", unfinished.to_string()),
+                ("total", total.to_string()),
+            ],
+        ),
     };
-    EngineError::new_err((variant.to_string(), message, fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>()))
+    EngineError::new_err((
+        variant.to_string(),
+        message,
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// Run one packet-level simulation. `config_json` follows `SimConfig`; `progress`,
 /// if given, is called as progress(done_flows, total_flows) and may return False to cancel.
 #[pyfunction]
 #[pyo3(signature = (config_json, progress=None))]
-fn simulate_packet(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyResult<PyObject> {
+fn simulate_packet(
+    py: Python<'_>,
+    config_json: &str,
+    progress: Option<PyObject>,
+) -> PyResult<PyObject> {
     let cfg = SimConfig::from_json(config_json).map_err(to_py_err)?;
     let sim = Simulation::new(cfg).map_err(to_py_err)?;
     let report = py
@@ -43,7 +87,9 @@ fn simulate_packet(py: Python<'_>, config_json: &str, progress: Option<PyObject>
                         if py.check_signals().is_err() {
                             return false;
                         }
-                        f.call1(py, (done, total)).and_then(|r| r.is_truthy(py)).unwrap_or(false)
+                        f.call1(py, (done, total))
+                            .and_then(|r| r.is_truthy(py))
+                            .unwrap_or(false)
                     }),
                 }
             };
@@ -53,7 +99,9 @@ fn simulate_packet(py: Python<'_>, config_json: &str, progress: Option<PyObject>
 
     let out = PyDict::new(py);
     let flows = PyDict::new(py);
-    let col = |f: &dyn Fn(&tracefabric_packet::report::FlowResult) -> u64| report.flows.iter().map(f).collect::<Vec<u64>>();
+    let col = |f: &dyn Fn(&tracefabric_packet::report::FlowResult) -> u64| {
+        report.flows.iter().map(f).collect::<Vec<u64>>()
+    };
     flows.set_item("src", col(&|f| f.src as u64))?;
     flows.set_item("dst", col(&|f| f.dst as u64))?;
     flows.set_item("bytes", col(&|f| f.bytes))?;
@@ -83,10 +131,19 @@ fn simulate_packet(py: Python<'_>, config_json: &str, progress: Option<PyObject>
         .collect::<PyResult<_>>()?;
     out.set_item("stages", stages)?;
     let links = PyDict::new(py);
-    let lcol = |f: &dyn Fn(&tracefabric_packet::report::LinkResult) -> u64| report.links.iter().map(f).collect::<Vec<u64>>();
+    let lcol = |f: &dyn Fn(&tracefabric_packet::report::LinkResult) -> u64| {
+        report.links.iter().map(f).collect::<Vec<u64>>()
+    };
     links.set_item("owner", lcol(&|l| l.owner as u64))?;
     links.set_item("peer", lcol(&|l| l.peer as u64))?;
-    links.set_item("stage", report.links.iter().map(|l| l.stage.as_str()).collect::<Vec<&str>>())?;
+    links.set_item(
+        "stage",
+        report
+            .links
+            .iter()
+            .map(|l| l.stage.as_str())
+            .collect::<Vec<&str>>(),
+    )?;
     links.set_item("data_bytes", lcol(&|l| l.data_bytes))?;
     links.set_item("bytes", lcol(&|l| l.bytes))?;
     links.set_item("max_queue_bytes", lcol(&|l| l.max_queue_bytes))?;
@@ -121,8 +178,225 @@ fn scheme_names(py: Python<'_>) -> PyResult<PyObject> {
     Ok(d.into_any().unbind())
 }
 
+create_exception!(
+    _core,
+    SystemError,
+    PyException,
+    "An error of the workload/system layers: args = (variant, message)."
+);
+
+/// Which network carries the flows of a system-layer run.
+#[derive(serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum BackendSpec {
+    AstraUnaware {
+        dims: Vec<tracefabric_analytical::DimSpec>,
+    },
+    AstraAware {
+        dims: Vec<tracefabric_analytical::DimSpec>,
+    },
+    /// Flow-level model on ASTRA-sim's topology...
+    Flow {
+        dims: Vec<tracefabric_analytical::DimSpec>,
+    },
+    /// ...or on a packet fabric (the packet engine's config, without traffic).
+    FlowFabric {
+        config: serde_json::Value,
+    },
+    Packet {
+        config: serde_json::Value,
+    },
+}
+
+fn system_err(e: tracefabric_collectives::SystemError) -> PyErr {
+    let variant = match &e {
+        tracefabric_collectives::SystemError::Workload { .. } => "Workload",
+        tracefabric_collectives::SystemError::Config { .. } => "Config",
+        tracefabric_collectives::SystemError::Deadlock { .. } => "Deadlock",
+        tracefabric_collectives::SystemError::Network(_) => "Network",
+    };
+    SystemError::new_err((variant.to_string(), e.to_string()))
+}
+
+fn bad_input(what: &str, e: impl std::fmt::Display) -> PyErr {
+    SystemError::new_err(("Config".to_string(), format!("{what}: {e}")))
+}
+
+/// The packet engine's config with the run's flows as its traffic.
+fn packet_config(
+    config: &serde_json::Value,
+    flows: &[tracefabric_netapi::FlowRequest],
+) -> PyResult<SimConfig> {
+    let mut v = config.clone();
+    let obj = v
+        .as_object_mut()
+        .ok_or_else(|| bad_input("packet backend config", "expected a JSON object"))?;
+    obj.insert(
+        "traffic".into(),
+        serde_json::json!({
+            "kind": "flows",
+            "src": flows.iter().map(|f| f.src).collect::<Vec<_>>(),
+            "dst": flows.iter().map(|f| f.dst).collect::<Vec<_>>(),
+            "bytes": flows.iter().map(|f| f.bytes).collect::<Vec<_>>(),
+            "start_ps": vec![0u64; flows.len()],
+        }),
+    );
+    SimConfig::from_json(&v.to_string()).map_err(to_py_err)
+}
+
+/// Run a workload (per-rank ET graphs, JSON) through the system layer on a network backend.
+#[pyfunction]
+fn simulate_system(
+    py: Python<'_>,
+    workload_json: &str,
+    system_json: &str,
+    backend_json: &str,
+) -> PyResult<PyObject> {
+    use tracefabric_analytical::{aware::Aware, flow::FlowModel, unaware::Unaware, AstraTopology};
+    use tracefabric_collectives::{executor, system::SystemConfig, workload::WorkloadInput};
+    let w: WorkloadInput =
+        serde_json::from_str(workload_json).map_err(|e| bad_input("workload", e))?;
+    let cfg: SystemConfig =
+        serde_json::from_str(system_json).map_err(|e| bad_input("system config", e))?;
+    let backend: BackendSpec =
+        serde_json::from_str(backend_json).map_err(|e| bad_input("backend", e))?;
+    let topo = |dims: Vec<tracefabric_analytical::DimSpec>| {
+        AstraTopology::new(dims).map_err(|e| bad_input("network", e))
+    };
+    let mut packet_report = None;
+    let report = match backend {
+        BackendSpec::AstraUnaware { dims } => {
+            let mut net = Unaware::new(topo(dims)?);
+            py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+        }
+        BackendSpec::AstraAware { dims } => {
+            let mut net = Aware::new(topo(dims)?);
+            py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+        }
+        BackendSpec::Flow { dims } => {
+            let mut net = FlowModel::on_astra(topo(dims)?);
+            py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+        }
+        BackendSpec::FlowFabric { config } => {
+            let sim_cfg = packet_config(&config, &[])?;
+            let mut net =
+                FlowModel::on_packet_fabric(&sim_cfg).map_err(|e| bad_input("network", e))?;
+            py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+        }
+        BackendSpec::Packet { config } => {
+            let flows = executor::enumerate_flows(&w, &cfg).map_err(system_err)?;
+            let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
+            let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
+            let r = py.allow_threads(|| executor::run(&w, &cfg, &mut net));
+            let rep = net.sim.driven_report();
+            packet_report = Some((
+                rep.data_packet_hops,
+                rep.data_packets_dropped,
+                rep.ecn_marks,
+                rep.events,
+            ));
+            r
+        }
+    }
+    .map_err(system_err)?;
+
+    let out = PyDict::new(py);
+    let ranks = PyDict::new(py);
+    let rcol = |f: &dyn Fn(&tracefabric_collectives::report::RankStats) -> u64| {
+        report.ranks.iter().map(f).collect::<Vec<u64>>()
+    };
+    ranks.set_item("wall_ps", rcol(&|r| r.wall_ps))?;
+    ranks.set_item("compute_ps", rcol(&|r| r.compute_ps))?;
+    ranks.set_item("comm_ps", rcol(&|r| r.comm_ps))?;
+    ranks.set_item("exposed_comm_ps", rcol(&|r| r.exposed_comm_ps))?;
+    ranks.set_item("overlap_ps", rcol(&|r| r.overlap_ps))?;
+    ranks.set_item("nodes", rcol(&|r| r.nodes))?;
+    out.set_item("ranks", ranks)?;
+    let colls = PyDict::new(py);
+    let c = &report.collectives;
+    colls.set_item("group", c.iter().map(|x| x.group).collect::<Vec<_>>())?;
+    colls.set_item("seq", c.iter().map(|x| x.seq).collect::<Vec<_>>())?;
+    colls.set_item("kind", c.iter().map(|x| x.kind).collect::<Vec<_>>())?;
+    colls.set_item("bytes", c.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
+    colls.set_item(
+        "algorithm",
+        c.iter().map(|x| x.algorithm.as_str()).collect::<Vec<_>>(),
+    )?;
+    colls.set_item("chunks", c.iter().map(|x| x.chunks).collect::<Vec<_>>())?;
+    colls.set_item("flows", c.iter().map(|x| x.flows).collect::<Vec<_>>())?;
+    colls.set_item(
+        "first_issue_ps",
+        c.iter().map(|x| x.first_issue_ps).collect::<Vec<_>>(),
+    )?;
+    colls.set_item("start_ps", c.iter().map(|x| x.start_ps).collect::<Vec<_>>())?;
+    colls.set_item("end_ps", c.iter().map(|x| x.end_ps).collect::<Vec<_>>())?;
+    out.set_item("collectives", colls)?;
+    out.set_item("flows", report.flows)?;
+    let counters = PyDict::new(py);
+    for (k, v) in &report.network_counters {
+        counters.set_item(k, v)?;
+    }
+    if let Some((hops, drops, marks, events)) = packet_report {
+        counters.set_item("data_packet_hops", hops)?;
+        counters.set_item("data_packets_dropped", drops)?;
+        counters.set_item("ecn_marks", marks)?;
+        counters.set_item("events", events)?;
+    }
+    out.set_item("network_counters", counters)?;
+    Ok(out.into_any().unbind())
+}
+
+/// The flows one collective becomes: (src, dst, bytes) per transfer, for inspection and tests.
+#[pyfunction]
+#[pyo3(signature = (algorithm, kind, ranks, bytes, exact_blocks=true))]
+fn collective_flows(
+    algorithm: &str,
+    kind: &str,
+    ranks: u32,
+    bytes: u64,
+    exact_blocks: bool,
+) -> PyResult<Vec<(u32, u32, u64, bool, Vec<u32>)>> {
+    use tracefabric_collectives::algorithms::{by_name, CollectiveKind, CollectiveSpec};
+    use tracefabric_collectives::dag::Blocks;
+    let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.to_string()))
+        .map_err(|e| bad_input("kind", e))?;
+    let algo = by_name(algorithm).map_err(|e| bad_input("algorithm", e))?;
+    let spec = CollectiveSpec {
+        kind,
+        n: ranks,
+        bytes,
+        blocks: if exact_blocks {
+            Blocks::Exact
+        } else {
+            Blocks::Truncate
+        },
+        matrix: None,
+        root: 0,
+    };
+    let dag = algo.build(&spec).map_err(|e| bad_input("algorithm", e))?;
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); dag.len()];
+    for i in 0..dag.len() {
+        dag.for_each_successor(i, &mut |j| preds[j].push(i as u32));
+    }
+    Ok((0..dag.len())
+        .map(|i| {
+            let t = dag.transfer(i);
+            (
+                t.src,
+                t.dst,
+                t.bytes,
+                t.reduce,
+                std::mem::take(&mut preds[i]),
+            )
+        })
+        .collect())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate_system, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_flows, m)?)?;
+    m.add("SystemError", m.py().get_type::<SystemError>())?;
     m.add_function(wrap_pyfunction!(simulate_packet, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;

@@ -37,6 +37,10 @@ pub fn names() -> Vec<&'static str> {
 pub fn build(name: &str, init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionControl>> {
     match REGISTRY.iter().find(|(n, _)| *n == name) {
         Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme { family: "cc", name: name.to_string(), known: names().join(", ") }),
+        None => Err(SimError::UnknownScheme {
+            family: "cc",
+            name: name.to_string(),
+            known: names().join(", "),
+        }),
     }
 }

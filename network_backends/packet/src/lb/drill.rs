@@ -22,7 +22,11 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let mut p = ParamReader::new("lb", "drill", params);
     let samples = p.u64_min("samples", 2, 1)? as usize;
     p.finish()?;
-    Ok(Box::new(Drill { samples, memory: vec![None; init.topo.groups.len()], rng: derive_rng(init.seed, "lb.drill", 0) }))
+    Ok(Box::new(Drill {
+        samples,
+        memory: vec![None; init.topo.groups.len()],
+        rng: derive_rng(init.seed, "lb.drill", 0),
+    }))
 }
 
 impl LoadBalancer for Drill {
@@ -32,7 +36,8 @@ impl LoadBalancer for Drill {
 
     fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
         let q = |p: PortId| view.queued_bytes[p as usize];
-        let mut best = self.memory[view.group as usize].unwrap_or(view.candidates[self.rng.gen_range(0..view.candidates.len())]);
+        let mut best = self.memory[view.group as usize]
+            .unwrap_or(view.candidates[self.rng.gen_range(0..view.candidates.len())]);
         for _ in 0..self.samples {
             let p = view.candidates[self.rng.gen_range(0..view.candidates.len())];
             if q(p) < q(best) {
@@ -44,6 +49,9 @@ impl LoadBalancer for Drill {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("pointers", self.memory.iter().filter(|m| m.is_some()).count() as u64)]
+        vec![(
+            "pointers",
+            self.memory.iter().filter(|m| m.is_some()).count() as u64,
+        )]
     }
 }

@@ -55,7 +55,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     // The batch of every source host, grouped by destination leaf (ordered maps: deterministic).
     let mut batches: BTreeMap<(u32, u32), Vec<FlowId>> = BTreeMap::new();
     for (i, f) in init.flows.iter().enumerate() {
-        batches.entry((f.src, routes.dst_edge(f.dst))).or_default().push(i as FlowId);
+        batches
+            .entry((f.src, routes.dst_edge(f.dst)))
+            .or_default()
+            .push(i as FlowId);
     }
     let mut paths = vec![Vec::new(); init.flows.len()];
     let mut extra_flows = 0u64;
@@ -77,12 +80,18 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
             for (t, &f) in flows[whole as usize..].iter().enumerate() {
                 // Part x = t*parts + u goes to path x mod s: each path gets r/g parts,
                 // and one flow's parts land on distinct paths.
-                paths[f as usize] = (0..parts).map(|u| order[((t as u32 * parts + u) % s) as usize]).collect();
+                paths[f as usize] = (0..parts)
+                    .map(|u| order[((t as u32 * parts + u) % s) as usize])
+                    .collect();
             }
             extra_flows += (r * (parts - 1)) as u64;
         }
     }
-    let src_and_paths = init.flows.iter().map(|f| (f.src, routes.paths_between(f.src, f.dst))).collect();
+    let src_and_paths = init
+        .flows
+        .iter()
+        .map(|f| (f.src, routes.paths_between(f.src, f.dst)))
+        .collect();
     Ok(Box::new(Ethereal {
         routes,
         paths,
@@ -107,15 +116,25 @@ impl LoadBalancer for Ethereal {
         for old in self.paths[flow as usize].clone() {
             self.bad.insert((src, old), now + self.reset);
         }
-        let good: Vec<u32> = (0..s).filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now)).collect();
+        let good: Vec<u32> = (0..s)
+            .filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now))
+            .collect();
         for slot in self.paths[flow as usize].iter_mut() {
-            *slot = if good.is_empty() { self.rng.gen_range(0..s) } else { good[self.rng.gen_range(0..good.len())] };
+            *slot = if good.is_empty() {
+                self.rng.gen_range(0..s)
+            } else {
+                good[self.rng.gen_range(0..good.len())]
+            };
         }
         self.reroutes += 1;
     }
 
     fn start_delay(&mut self, _flow: FlowId) -> Dur {
-        Dur(if self.jitter_ps == 0 { 0 } else { self.rng.gen_range(0..self.jitter_ps) })
+        Dur(if self.jitter_ps == 0 {
+            0
+        } else {
+            self.rng.gen_range(0..self.jitter_ps)
+        })
     }
 
     fn choose_port(&mut self, view: &SwitchView, hdr: &Header) -> PortId {

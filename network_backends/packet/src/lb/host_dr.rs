@@ -36,7 +36,11 @@ impl HostDr {
     fn next_path(&mut self, from: u32, to: u32, ack: bool) -> u32 {
         let n = self.routes.paths_between(from, to) as usize;
         let rng = &mut self.rng;
-        self.pointers.entry((from, to, ack)).or_insert_with(|| Pointer::random(n, rng)).advance().0 as u32
+        self.pointers
+            .entry((from, to, ack))
+            .or_insert_with(|| Pointer::random(n, rng))
+            .advance()
+            .0 as u32
     }
 }
 

@@ -15,7 +15,9 @@ pub struct HostSpray {
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     ParamReader::new("lb", "host_spray", params).finish()?;
-    Ok(Box::new(HostSpray { rng: derive_rng(init.seed, "lb.host_spray", 0) }))
+    Ok(Box::new(HostSpray {
+        rng: derive_rng(init.seed, "lb.host_spray", 0),
+    }))
 }
 
 impl LoadBalancer for HostSpray {

@@ -15,7 +15,9 @@ pub struct Jsq {
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     ParamReader::new("lb", "jsq", params).finish()?;
-    Ok(Box::new(Jsq { rng: derive_rng(init.seed, "lb.jsq", 0) }))
+    Ok(Box::new(Jsq {
+        rng: derive_rng(init.seed, "lb.jsq", 0),
+    }))
 }
 
 impl LoadBalancer for Jsq {
@@ -24,6 +26,10 @@ impl LoadBalancer for Jsq {
     }
 
     fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
-        argmin_random_tie(view.candidates, |p| view.queued_bytes[p as usize], &mut self.rng)
+        argmin_random_tie(
+            view.candidates,
+            |p| view.queued_bytes[p as usize],
+            &mut self.rng,
+        )
     }
 }

@@ -38,8 +38,13 @@ impl LoadBalancer for Letflow {
     }
 
     fn choose_port(&mut self, view: &SwitchView, hdr: &Header) -> PortId {
-        let entry = self.table.entry((view.node, hdr.flow, hdr.is_ack)).or_insert((PortId::MAX, Time::ZERO));
-        let expired = entry.0 == PortId::MAX || view.now - entry.1 > self.gap || !view.candidates.contains(&entry.0);
+        let entry = self
+            .table
+            .entry((view.node, hdr.flow, hdr.is_ack))
+            .or_insert((PortId::MAX, Time::ZERO));
+        let expired = entry.0 == PortId::MAX
+            || view.now - entry.1 > self.gap
+            || !view.candidates.contains(&entry.0);
         if expired {
             entry.0 = view.candidates[self.rng.gen_range(0..view.candidates.len())];
             self.flowlets += 1;
@@ -49,6 +54,9 @@ impl LoadBalancer for Letflow {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("flowlet_table_entries", self.table.len() as u64), ("flowlets", self.flowlets)]
+        vec![
+            ("flowlet_table_entries", self.table.len() as u64),
+            ("flowlets", self.flowlets),
+        ]
     }
 }

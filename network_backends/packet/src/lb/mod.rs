@@ -122,7 +122,11 @@ pub fn ecmp_index(salt: u64, hdr: &Header, n: usize) -> usize {
 
 /// Uniform choice among the ports whose key is smallest (one pass, reservoir sampling
 /// over the ties): JSQ uses queued bytes, SWITCH PKT AR its queue bins.
-pub fn argmin_random_tie(ports: &[PortId], key: impl Fn(PortId) -> u64, rng: &mut crate::rng::Rng) -> PortId {
+pub fn argmin_random_tie(
+    ports: &[PortId],
+    key: impl Fn(PortId) -> u64,
+    rng: &mut crate::rng::Rng,
+) -> PortId {
     use rand::Rng as _;
     let (mut best, mut best_key, mut ties) = (ports[0], key(ports[0]), 1u32);
     for &p in &ports[1..] {
@@ -152,7 +156,10 @@ impl Pointer {
         use rand::Rng as _;
         let mut order: Vec<u16> = (0..n as u16).collect();
         order.shuffle(rng);
-        Pointer { next: rng.gen_range(0..n as u16), order }
+        Pointer {
+            next: rng.gen_range(0..n as u16),
+            order,
+        }
     }
 
     /// The index to use now; `true` in the second value when the pointer wrapped around.
@@ -201,6 +208,10 @@ pub fn names() -> Vec<&'static str> {
 pub fn build(name: &str, init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     match REGISTRY.iter().find(|(n, _)| *n == name) {
         Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme { family: "lb", name: name.to_string(), known: names().join(", ") }),
+        None => Err(SimError::UnknownScheme {
+            family: "lb",
+            name: name.to_string(),
+            known: names().join(", "),
+        }),
     }
 }

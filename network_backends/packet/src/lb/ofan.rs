@@ -44,10 +44,17 @@ impl LoadBalancer for Ofan {
 
     fn choose_port(&mut self, view: &SwitchView, hdr: &Header) -> PortId {
         let dst_edge = self.host_edge[hdr.dst as usize];
-        let key = if self.three_tier && self.tier[view.node as usize] == 2 { self.pod[dst_edge as usize] } else { dst_edge };
+        let key = if self.three_tier && self.tier[view.node as usize] == 2 {
+            self.pod[dst_edge as usize]
+        } else {
+            dst_edge
+        };
         let rng = &mut self.rng;
         let n = view.candidates.len();
-        let ptr = self.pointers.entry((view.node, key, hdr.is_ack)).or_insert_with(|| Pointer::random(n, rng));
+        let ptr = self
+            .pointers
+            .entry((view.node, key, hdr.is_ack))
+            .or_insert_with(|| Pointer::random(n, rng));
         view.candidates[ptr.advance().0]
     }
 

@@ -22,9 +22,16 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let mut p = ParamReader::new("lb", "paralet", params);
     let m = p.u64_min("m", 32, 1)? as u32;
     let default_size = (4 * init.bdp_packets as u64).div_ceil(m as u64).max(1);
-    let flowlet_packets = p.u64_min("flowlet_packets", default_size, 1)?.min(u32::MAX as u64) as u32;
+    let flowlet_packets = p
+        .u64_min("flowlet_packets", default_size, 1)?
+        .min(u32::MAX as u64) as u32;
     p.finish()?;
-    Ok(Box::new(Paralet { m, flowlet_packets, salt: derive_seed(init.seed, "lb.paralet", 0), n_flows: init.flows.len() as u64 }))
+    Ok(Box::new(Paralet {
+        m,
+        flowlet_packets,
+        salt: derive_seed(init.seed, "lb.paralet", 0),
+        n_flows: init.flows.len() as u64,
+    }))
 }
 
 impl LoadBalancer for Paralet {

@@ -34,8 +34,19 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let beta = p.f64_in("beta", 0.4, 0.0, 1.0)?;
     p.finish()?;
     let mut rng = derive_rng(init.seed, "lb.plb", 0);
-    let flows = (0..init.flows.len()).map(|_| FlowState { label: rng.gen(), ..FlowState::default() }).collect();
-    Ok(Box::new(Plb { flows, alpha, beta, changes: 0, rng }))
+    let flows = (0..init.flows.len())
+        .map(|_| FlowState {
+            label: rng.gen(),
+            ..FlowState::default()
+        })
+        .collect();
+    Ok(Box::new(Plb {
+        flows,
+        alpha,
+        beta,
+        changes: 0,
+        rng,
+    }))
 }
 
 impl LoadBalancer for Plb {

@@ -27,7 +27,11 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let num_entropies = p.u64_min("num_entropies", 256, 1)? as u32;
     let explore_packets = p.u64_min("explore_packets", init.bdp_packets as u64, 0)? as u32;
     p.finish()?;
-    Ok(Box::new(Reps { flows: vec![FlowState::default(); init.flows.len()], num_entropies, explore_packets }))
+    Ok(Box::new(Reps {
+        flows: vec![FlowState::default(); init.flows.len()],
+        num_entropies,
+        explore_packets,
+    }))
 }
 
 impl Reps {

@@ -16,7 +16,9 @@ pub struct Rsq {
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     ParamReader::new("lb", "rsq", params).finish()?;
-    Ok(Box::new(Rsq { rng: derive_rng(init.seed, "lb.rsq", 0) }))
+    Ok(Box::new(Rsq {
+        rng: derive_rng(init.seed, "lb.rsq", 0),
+    }))
 }
 
 impl LoadBalancer for Rsq {

@@ -30,7 +30,9 @@ impl SourceRoutes {
             .iter()
             .map(|g| {
                 let owner = topo.ports[g[0] as usize].owner as usize;
-                let up = g.iter().all(|&p| topo.tier[topo.ports[p as usize].peer as usize] > topo.tier[owner]);
+                let up = g
+                    .iter()
+                    .all(|&p| topo.tier[topo.ports[p as usize].peer as usize] > topo.tier[owner]);
                 if up {
                     let t = topo.tier[owner] as usize;
                     up_radix[t] = up_radix[t].max(g.len() as u32);
@@ -74,7 +76,11 @@ impl SourceRoutes {
     #[inline]
     pub fn port(&self, view: &SwitchView, path: u32) -> PortId {
         let c = view.candidates.len() as u32;
-        let digit = if self.group_up[view.group as usize] { path / self.stride[self.tier[view.node as usize] as usize] } else { path };
+        let digit = if self.group_up[view.group as usize] {
+            path / self.stride[self.tier[view.node as usize] as usize]
+        } else {
+            path
+        };
         view.candidates[(digit % c) as usize]
     }
 }

@@ -19,7 +19,11 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let mut p = ParamReader::new("lb", "subflow", params);
     let subflows = p.u64_min("subflows", 4, 1)? as u32;
     p.finish()?;
-    Ok(Box::new(Subflow { subflows, salt: derive_seed(init.seed, "lb.subflow", 0), n_flows: init.flows.len() as u64 }))
+    Ok(Box::new(Subflow {
+        subflows,
+        salt: derive_seed(init.seed, "lb.subflow", 0),
+        n_flows: init.flows.len() as u64,
+    }))
 }
 
 impl LoadBalancer for Subflow {

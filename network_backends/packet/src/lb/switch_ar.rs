@@ -22,7 +22,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let q2 = p.f64_in("quantum2", 0.10, q1, 1.0)?;
     let q3 = p.f64_in("quantum3", 0.20, q2, 1.0)?;
     p.finish()?;
-    Ok(Box::new(SwitchAr { edges: [q1, q2, q3], rng: derive_rng(init.seed, "lb.switch_ar", 0) }))
+    Ok(Box::new(SwitchAr {
+        edges: [q1, q2, q3],
+        rng: derive_rng(init.seed, "lb.switch_ar", 0),
+    }))
 }
 
 /// Index of the bin a queue falls in: the number of edges at or below its buffer fraction.
@@ -38,6 +41,10 @@ impl LoadBalancer for SwitchAr {
 
     fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
         let edges = &self.edges;
-        argmin_random_tie(view.candidates, |p| bin(edges, view.queued_bytes[p as usize], view.buffer_bytes), &mut self.rng)
+        argmin_random_tie(
+            view.candidates,
+            |p| bin(edges, view.queued_bytes[p as usize], view.buffer_bytes),
+            &mut self.rng,
+        )
     }
 }

@@ -62,6 +62,9 @@ impl LoadBalancer for SwitchRr {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("pointers", self.pointers.iter().filter(|p| p.is_some()).count() as u64)]
+        vec![(
+            "pointers",
+            self.pointers.iter().filter(|p| p.is_some()).count() as u64,
+        )]
     }
 }

@@ -35,8 +35,18 @@ pub struct Erasure {
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
     ParamReader::new("loss", "erasure", params).finish()?;
-    let flows = init.flow_bytes.iter().map(|&bytes| Flow { bytes, ..Flow::default() }).collect();
-    Ok(Box::new(Erasure { flows, payload: init.payload_bytes }))
+    let flows = init
+        .flow_bytes
+        .iter()
+        .map(|&bytes| Flow {
+            bytes,
+            ..Flow::default()
+        })
+        .collect();
+    Ok(Box::new(Erasure {
+        flows,
+        payload: init.payload_bytes,
+    }))
 }
 
 impl Flow {
@@ -59,7 +69,11 @@ impl LossRecovery for Erasure {
         let seq = f.base_seq + f.window.len() as u32;
         f.window.push_back(Symbol::InFlight { sent: now, payload });
         f.in_flight += payload as u64;
-        Some(Send { seq, payload, retransmission: false })
+        Some(Send {
+            seq,
+            payload,
+            retransmission: false,
+        })
     }
 
     fn on_ack(&mut self, flow: FlowId, seq: u32, _now: Time) -> AckOutcome {
@@ -77,7 +91,10 @@ impl LossRecovery for Erasure {
         // An ACK for a symbol already presumed lost counts nothing: its replacement covers it.
         f.acked += newly as u64;
         f.settle_front();
-        AckOutcome { newly_acked: newly, complete: f.acked >= f.bytes }
+        AckOutcome {
+            newly_acked: newly,
+            complete: f.acked >= f.bytes,
+        }
     }
 
     fn on_timeout(&mut self, flow: FlowId, now: Time, rto: Dur) -> u32 {
@@ -98,10 +115,13 @@ impl LossRecovery for Erasure {
     }
 
     fn oldest_outstanding(&self, flow: FlowId) -> Option<Time> {
-        self.flows[flow as usize].window.iter().find_map(|s| match s {
-            Symbol::InFlight { sent, .. } => Some(*sent),
-            Symbol::Done => None,
-        })
+        self.flows[flow as usize]
+            .window
+            .iter()
+            .find_map(|s| match s {
+                Symbol::InFlight { sent, .. } => Some(*sent),
+                Symbol::Done => None,
+            })
     }
 
     fn in_flight_bytes(&self, flow: FlowId) -> u64 {
@@ -116,14 +136,28 @@ mod tests {
     #[test]
     fn sends_exactly_the_message_then_replaces_lost_symbols() {
         let bytes = [10_000u64];
-        let mut e = build(&LossInit { flow_bytes: &bytes, payload_bytes: 4096 }, &Params::new()).unwrap();
-        let sizes: Vec<u32> = std::iter::from_fn(|| e.next_packet(0, Time(0)).map(|s| s.payload)).collect();
+        let mut e = build(
+            &LossInit {
+                flow_bytes: &bytes,
+                payload_bytes: 4096,
+            },
+            &Params::new(),
+        )
+        .unwrap();
+        let sizes: Vec<u32> =
+            std::iter::from_fn(|| e.next_packet(0, Time(0)).map(|s| s.payload)).collect();
         assert_eq!(sizes, vec![4096, 4096, 1808]);
         assert!(!e.on_ack(0, 0, Time(1)).complete);
         assert_eq!(e.on_timeout(0, Time(100), Dur(50)), 2); // seq 1 and 2 lost
         let replacement = e.next_packet(0, Time(100)).unwrap();
         assert_eq!((replacement.seq, replacement.payload), (3, 4096));
-        assert_eq!(e.on_ack(0, 3, Time(150)), AckOutcome { newly_acked: 4096, complete: false });
+        assert_eq!(
+            e.on_ack(0, 3, Time(150)),
+            AckOutcome {
+                newly_acked: 4096,
+                complete: false
+            }
+        );
         assert!(e.next_packet(0, Time(150)).is_some());
     }
 }

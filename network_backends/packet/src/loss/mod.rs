@@ -56,6 +56,10 @@ pub fn names() -> Vec<&'static str> {
 pub fn build(name: &str, init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
     match REGISTRY.iter().find(|(n, _)| *n == name) {
         Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme { family: "loss", name: name.to_string(), known: names().join(", ") }),
+        None => Err(SimError::UnknownScheme {
+            family: "loss",
+            name: name.to_string(),
+            known: names().join(", "),
+        }),
     }
 }

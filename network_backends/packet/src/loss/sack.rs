@@ -65,7 +65,11 @@ pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery
             }
         })
         .collect();
-    Ok(Box::new(Sack { flows, payload, threshold }))
+    Ok(Box::new(Sack {
+        flows,
+        payload,
+        threshold,
+    }))
 }
 
 impl Flow {
@@ -96,7 +100,11 @@ impl LossRecovery for Sack {
                 // Its earlier copy was counted out of flight when declared missing.
                 let payload = f.payload_of(seq, full);
                 f.in_flight += payload as u64;
-                return Some(Send { seq, payload, retransmission: true });
+                return Some(Send {
+                    seq,
+                    payload,
+                    retransmission: true,
+                });
             }
         }
         if f.next_new < f.n_packets {
@@ -105,7 +113,11 @@ impl LossRecovery for Sack {
             f.sent_at[seq as usize] = now;
             let payload = f.payload_of(seq, full);
             f.in_flight += payload as u64;
-            return Some(Send { seq, payload, retransmission: false });
+            return Some(Send {
+                seq,
+                payload,
+                retransmission: false,
+            });
         }
         None
     }
@@ -115,7 +127,10 @@ impl LossRecovery for Sack {
         let threshold = self.threshold;
         let f = &mut self.flows[flow as usize];
         if seq >= f.n_packets || f.acked[seq as usize] {
-            return AckOutcome { newly_acked: 0, complete: f.acked_count == f.n_packets };
+            return AckOutcome {
+                newly_acked: 0,
+                complete: f.acked_count == f.n_packets,
+            };
         }
         f.acked[seq as usize] = true;
         f.acked_count += 1;
@@ -134,7 +149,11 @@ impl LossRecovery for Sack {
                     // Only copies sent before an acknowledged packet count as missing, so a
                     // retransmission is not retransmitted again by the next ACK.
                     let sent = f.sent_at[s as usize];
-                    if !f.acked[s as usize] && !f.queued[s as usize] && sent != NEVER && sent < f.latest_acked_send {
+                    if !f.acked[s as usize]
+                        && !f.queued[s as usize]
+                        && sent != NEVER
+                        && sent < f.latest_acked_send
+                    {
                         let p = f.payload_of(s, full) as u64;
                         f.in_flight = f.in_flight.saturating_sub(p);
                         f.queue(s);
@@ -143,7 +162,10 @@ impl LossRecovery for Sack {
                 }
             }
         }
-        AckOutcome { newly_acked: payload, complete: f.acked_count == f.n_packets }
+        AckOutcome {
+            newly_acked: payload,
+            complete: f.acked_count == f.n_packets,
+        }
     }
 
     fn on_timeout(&mut self, flow: FlowId, now: Time, rto: Dur) -> u32 {
@@ -165,7 +187,11 @@ impl LossRecovery for Sack {
 
     fn oldest_outstanding(&self, flow: FlowId) -> Option<Time> {
         let f = &self.flows[flow as usize];
-        (f.lowest_unacked..f.next_new).filter(|&s| !f.acked[s as usize]).map(|s| f.sent_at[s as usize]).filter(|&t| t != NEVER).min()
+        (f.lowest_unacked..f.next_new)
+            .filter(|&s| !f.acked[s as usize])
+            .map(|s| f.sent_at[s as usize])
+            .filter(|&t| t != NEVER)
+            .min()
     }
 
     fn in_flight_bytes(&self, flow: FlowId) -> u64 {
@@ -180,7 +206,14 @@ mod tests {
     fn sack(bytes: u64, threshold: u64) -> Box<dyn LossRecovery> {
         let mut params = Params::new();
         params.insert("threshold".into(), threshold.into());
-        build(&LossInit { flow_bytes: &[bytes], payload_bytes: 1000 }, &params).unwrap()
+        build(
+            &LossInit {
+                flow_bytes: &[bytes],
+                payload_bytes: 1000,
+            },
+            &params,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -195,7 +228,8 @@ mod tests {
         }
         assert_eq!(s.next_packet(0, Time(10)), None);
         s.on_ack(0, 5, Time(11)); // gap 5 - 0 = 5 > 3: retransmit 0, 2 and 4
-        let r: Vec<u32> = std::iter::from_fn(|| s.next_packet(0, Time(12)).map(|p| p.seq)).collect();
+        let r: Vec<u32> =
+            std::iter::from_fn(|| s.next_packet(0, Time(12)).map(|p| p.seq)).collect();
         assert_eq!(r, vec![0, 2, 4]);
         s.on_ack(0, 6, Time(13)); // the copies sent at t=12 are younger than packet 6: no duplicates
         assert_eq!(s.next_packet(0, Time(13)), None);
@@ -211,7 +245,8 @@ mod tests {
     #[test]
     fn timeout_resends_old_unacked_packets_and_completion_needs_all() {
         let mut s = sack(2_500, 32);
-        let sizes: Vec<u32> = std::iter::from_fn(|| s.next_packet(0, Time(0)).map(|p| p.payload)).collect();
+        let sizes: Vec<u32> =
+            std::iter::from_fn(|| s.next_packet(0, Time(0)).map(|p| p.payload)).collect();
         assert_eq!(sizes, vec![1000, 1000, 500]);
         s.on_ack(0, 0, Time(5));
         assert_eq!(s.on_timeout(0, Time(100), Dur(100)), 2);

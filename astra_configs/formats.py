@@ -1,0 +1,317 @@
+"""ASTRA-sim 2.x's configuration formats, read strictly and written back: the system
+JSON, the analytical network YAML, the remote-memory JSON and the comm-group JSON.
+
+ASTRA-sim silently ignores keys it does not know; tracefabric refuses them by name,
+because a misspelt key (`preferred-data-splits`) silently changes a study. Keys that
+ASTRA-sim parses but that change nothing in tracefabric's model are accepted and listed
+in `SYSTEM_KEYS_WITHOUT_EFFECT`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+
+# key -> (accepted JSON types, default or REQUIRED, meaning)
+REQUIRED = object()
+SYSTEM_KEYS: dict[str, tuple[tuple[type, ...], Any, str]] = {
+    "scheduling-policy": ((str,), REQUIRED, "LIFO or FIFO: which waiting collective's chunks go first"),
+    "collective-optimization": ((str,), REQUIRED, "baseline or localBWAware (multi-dimensional all-reduce as RS, AR, AG)"),
+    "preferred-dataset-splits": ((int,), REQUIRED, "chunks per collective"),
+    "endpoint-delay": ((int, float), 10, "ns a receiver spends on every message (and once per phase start)"),
+    "active-chunks-per-dimension": ((int,), 1, "chunks in flight per dimension queue"),
+    "all-reduce-implementation": ((list,), [], "algorithm per network dimension"),
+    "all-gather-implementation": ((list,), [], "algorithm per network dimension"),
+    "reduce-scatter-implementation": ((list,), [], "algorithm per network dimension"),
+    "all-to-all-implementation": ((list,), [], "algorithm per network dimension"),
+    "broadcast-implementation": ((list,), ["direct"], "tracefabric extension: algorithm per dimension for broadcast"),
+    "local-mem-bw": ((int, float), 0, "GB/s (x 1e9 B/s): local reduction time and the roofline's memory roof"),
+    "peak-perf": ((int, float), 0, "TFLOPS: the roofline's compute roof"),
+    "roofline-enabled": ((int, bool), 0, "compute time from num_ops and tensor_size instead of duration_micros"),
+    "replay-only": ((int, bool), 0, "replay every compute node from duration_micros, even with the roofline on"),
+    "local-reduction-delay": ((int, float), 1, "parsed by ASTRA-sim, unused by its ring model"),
+    "boost-mode": ((int, bool), 0, "not parsed by ASTRA-sim 2.x"),
+    "L": ((int, float), 0, "LogGP memory-bus latency (only with model-shared-bus)"),
+    "o": ((int, float), 0, "LogGP overhead"),
+    "g": ((int, float), 0, "LogGP gap"),
+    "G": ((int, float), 0, "LogGP gap per byte"),
+    "model-shared-bus": ((int, bool), 0, "LogGP shared memory bus: not modelled (must be 0)"),
+    "trace-enabled": ((int, bool), 0, "ASTRA-sim debug logging"),
+    "track-local-mem": ((int, bool), 0, "ASTRA-sim memory-usage tracking"),
+    "local-mem-trace-filename": ((str,), "local_mem_trace", "ASTRA-sim memory trace file"),
+    "intra-dimension-scheduling": ((str,), "FIFO", "fixed to FIFO in ASTRA-sim 2.x"),
+    "inter-dimension-scheduling": ((str,), "baseline", "fixed to ascending in ASTRA-sim 2.x"),
+}
+SYSTEM_KEYS_WITHOUT_EFFECT = ["local-reduction-delay", "boost-mode", "L", "o", "g", "G", "trace-enabled",
+                              "track-local-mem", "local-mem-trace-filename", "intra-dimension-scheduling",
+                              "inter-dimension-scheduling"]
+IMPLEMENTATION_KEYS = ["all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
+                       "all-to-all-implementation", "broadcast-implementation"]
+ALGORITHMS = ["ring", "direct", "recursive_doubling", "halving_doubling", "double_binary_tree"]
+ASTRA_ALGORITHM_NAMES = {"oneRing": "ring", "oneDirect": "direct", "doubleBinaryTree": "double_binary_tree",
+                         "halvingDoubling": "halving_doubling", "oneHalvingDoubling": "halving_doubling",
+                         "recursiveDoubling": "recursive_doubling"}
+
+
+def _load_json(path: Path, what: str) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what} file not found", what)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})", what) from None
+
+
+def canonical_algorithm(name: str, where: str) -> str:
+    """tracefabric's name for an ASTRA-sim or tracefabric algorithm name (`direct8` -> direct)."""
+    base = re.sub(r"^(oneDirect|direct)\d+$", r"\1", name)
+    base = ASTRA_ALGORITHM_NAMES.get(base, base)
+    if base not in ALGORITHMS:
+        raise ConfigError(f"{where}: unknown collective algorithm {name!r}; expected one of "
+                          f"{', '.join(ALGORITHMS)} (or ASTRA-sim's {', '.join(ASTRA_ALGORITHM_NAMES)})", where)
+    return base
+
+
+@dataclass
+class SystemConfig:
+    """An ASTRA-sim system JSON, checked. `raw` keeps the file's keys for writing it back."""
+
+    raw: dict[str, Any]
+    path: str = "<system config>"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw.get(key, SYSTEM_KEYS[key][1])
+
+    @property
+    def roofline(self) -> bool:
+        return bool(self["roofline-enabled"]) and not bool(self["replay-only"])
+
+    def for_engine(self, dims: list[int], astra_blocks: bool) -> dict[str, Any]:
+        """The normalized config the Rust system layer takes."""
+        return {
+            "scheduling_policy": self["scheduling-policy"].lower(),
+            "endpoint_delay_ps": round(float(self["endpoint-delay"]) * 1000),
+            "active_chunks_per_dimension": int(self["active-chunks-per-dimension"]),
+            "preferred_dataset_splits": int(self["preferred-dataset-splits"]),
+            "implementations": {k: [canonical_algorithm(a, f"{self.path}: {k}") for a in self[k]] for k in IMPLEMENTATION_KEYS},
+            "local_bw_aware": self["collective-optimization"] == "localBWAware",
+            "local_mem_bw_bytes_per_ns": float(self["local-mem-bw"]),
+            "blocks": "truncate" if astra_blocks else "exact",
+            "dims": dims,
+        }
+
+
+def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a JSON object of ASTRA-sim system keys", "system")
+    for key, value in raw.items():
+        if key not in SYSTEM_KEYS:
+            if key.endswith("-implementation-custom") or key == "per-node-custom-implementation":
+                raise ConfigError(f"{path}: key {key!r}: custom collective ETs (ASTRA-sim's CollectiveAPI) are not "
+                                  "supported; use a named algorithm in the matching *-implementation list", key)
+            raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(SYSTEM_KEYS)}", key)
+        types = SYSTEM_KEYS[key][0]
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected {' or '.join(t.__name__ for t in types)}", key)
+    for key, (_, default, _) in SYSTEM_KEYS.items():
+        if default is REQUIRED and key not in raw:
+            raise ConfigError(f"{path}: missing required key {key!r}", key)
+    cfg = SystemConfig(dict(raw), path)
+    if cfg["scheduling-policy"] not in ("LIFO", "FIFO"):
+        raise ConfigError(f"{path}: key 'scheduling-policy' = {cfg['scheduling-policy']!r}: expected LIFO or FIFO "
+                          "(EXPLICIT priorities are not supported)", "scheduling-policy")
+    if cfg["collective-optimization"] not in ("baseline", "localBWAware"):
+        raise ConfigError(f"{path}: key 'collective-optimization' = {cfg['collective-optimization']!r}: "
+                          "expected baseline or localBWAware", "collective-optimization")
+    for key in ("preferred-dataset-splits", "active-chunks-per-dimension"):
+        if int(cfg[key]) < 1:
+            raise ConfigError(f"{path}: key {key!r} = {cfg[key]}: expected an integer >= 1", key)
+    for key in ("endpoint-delay", "local-mem-bw", "peak-perf"):
+        if float(cfg[key]) < 0:
+            raise ConfigError(f"{path}: key {key!r} = {cfg[key]}: expected a non-negative number", key)
+    if cfg["model-shared-bus"]:
+        raise ConfigError(f"{path}: key 'model-shared-bus' = {cfg['model-shared-bus']}: the LogGP shared bus "
+                          "is not modelled; set it to 0", "model-shared-bus")
+    for key in IMPLEMENTATION_KEYS:
+        value = cfg[key]
+        if not all(isinstance(a, str) for a in value):
+            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected a list of algorithm names", key)
+        for a in value:
+            canonical_algorithm(a, f"{path}: {key}")
+    if cfg.roofline and (float(cfg["peak-perf"]) <= 0 or float(cfg["local-mem-bw"]) <= 0):
+        raise ConfigError(f"{path}: roofline-enabled needs positive 'peak-perf' and 'local-mem-bw'", "roofline-enabled")
+    return cfg
+
+
+def read_system(path: str | Path) -> SystemConfig:
+    path = Path(path)
+    return check_system(_load_json(path, "system"), str(path))
+
+
+def write_system(cfg: SystemConfig, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(cfg.raw, indent=4) + "\n")
+
+
+# ---- network ------------------------------------------------------------------------
+
+DIM_KINDS = ("Ring", "FullyConnected", "Switch")
+NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+
+
+@dataclass
+class AstraNetwork:
+    """ASTRA-sim's analytical network: one entry per dimension, innermost first."""
+
+    topology: list[str]
+    npus_count: list[int]
+    bandwidth: list[float]  # GB/s (x 2^30 / 1e9 B/ns, as ASTRA-sim converts it)
+    latency: list[float]  # ns
+    path: str = "<network config>"
+
+    @property
+    def npus(self) -> int:
+        n = 1
+        for c in self.npus_count:
+            n *= c
+        return n
+
+    def dims(self) -> list[dict[str, Any]]:
+        return [{"kind": t, "npus": n, "bandwidth_gbps": float(b), "latency_ns": float(lat)}
+                for t, n, b, lat in zip(self.topology, self.npus_count, self.bandwidth, self.latency)]
+
+
+@dataclass
+class PacketFabric:
+    """tracefabric's richer network file for the packet engine: its config without traffic
+    or scheme (topology, link, switch, packet, limits, seed)."""
+
+    config: dict[str, Any]
+    path: str = "<network config>"
+    hosts: int = 0
+
+
+PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed")
+
+
+def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | PacketFabric:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys {', '.join(NETWORK_KEYS)}", "network")
+    if isinstance(raw.get("topology"), dict):
+        for key in raw:
+            if key not in PACKET_NETWORK_KEYS:
+                raise ConfigError(f"{path}: unknown key {key!r} in a packet-fabric network; expected one of: "
+                                  f"{', '.join(PACKET_NETWORK_KEYS)}", key)
+        return PacketFabric(dict(raw), path, _fabric_hosts(raw["topology"], path))
+    for key in raw:
+        if key not in NETWORK_KEYS:
+            raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(NETWORK_KEYS)}", key)
+    for key in NETWORK_KEYS:
+        if key not in raw:
+            raise ConfigError(f"{path}: missing key {key!r} (a list with one entry per dimension)", key)
+        if not isinstance(raw[key], list) or not raw[key]:
+            raise ConfigError(f"{path}: key {key!r} = {raw[key]!r}: expected a non-empty list, one entry per dimension", key)
+    dims = len(raw["topology"])
+    for key in NETWORK_KEYS[1:]:
+        if len(raw[key]) != dims:
+            raise ConfigError(f"{path}: key {key!r} has {len(raw[key])} entries but 'topology' has {dims} dimensions", key)
+    for d, t in enumerate(raw["topology"]):
+        if t not in DIM_KINDS:
+            raise ConfigError(f"{path}: topology[{d}] = {t!r}: expected one of {', '.join(DIM_KINDS)}", "topology")
+    for d, n in enumerate(raw["npus_count"]):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise ConfigError(f"{path}: npus_count[{d}] = {n!r}: expected an integer >= 2", "npus_count")
+    for key, low in (("bandwidth", 0.0), ("latency", 0.0)):
+        for d, v in enumerate(raw[key]):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < low or (key == "bandwidth" and v == 0):
+                raise ConfigError(f"{path}: {key}[{d}] = {v!r}: expected a {'positive' if key == 'bandwidth' else 'non-negative'} number "
+                                  f"({'GB/s' if key == 'bandwidth' else 'ns'})", key)
+    return AstraNetwork(list(raw["topology"]), list(raw["npus_count"]), [float(b) for b in raw["bandwidth"]],
+                        [float(v) for v in raw["latency"]], path)
+
+
+def _fabric_hosts(topo: dict[str, Any], path: str) -> int:
+    kind = topo.get("kind")
+    if kind == "fat_tree" and isinstance(topo.get("k"), int):
+        return topo["k"] ** 3 // 4
+    if kind == "leaf_spine" and isinstance(topo.get("leaves"), int) and isinstance(topo.get("spines"), int):
+        per_leaf = topo.get("hosts_per_leaf") or round(topo.get("oversubscription", 1) * topo["spines"] * topo.get("links_per_pair", 1))
+        return topo["leaves"] * per_leaf
+    raise ConfigError(f"{path}: topology = {topo!r}: expected {{kind: fat_tree, k: K}} or "
+                      "{kind: leaf_spine, leaves: L, spines: S, ...}", "topology")
+
+
+def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: network file not found", "network")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({e})", "network") from None
+    return check_network(raw, str(path))
+
+
+def write_network(net: AstraNetwork, path: str | Path) -> None:
+    def fmt(v: list[Any]) -> str:
+        return "[ " + ", ".join(str(x) for x in v) + " ]"
+    Path(path).write_text(f"topology: {fmt(net.topology)}\nnpus_count: {fmt(net.npus_count)}\n"
+                          f"bandwidth: {fmt(net.bandwidth)}  # GB/s\nlatency: {fmt(net.latency)}  # ns\n")
+
+
+# ---- remote memory, comm groups ----------------------------------------------------
+
+MEMORY_TYPES = ("NO_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "PER_NPU_MEMORY_EXPANSION", "MEMORY_POOL")
+MEMORY_KEYS = {"memory-type": (str,), "remote-mem-latency": (int, float), "remote-mem-bw": (int, float),
+               "num-nodes": (int,), "num-npus-per-node": (int,)}
+
+
+@dataclass
+class RemoteMemory:
+    memory_type: str = "NO_MEMORY_EXPANSION"
+    latency_ns: float = 0.0
+    bandwidth_gbps: float = 0.0
+    raw: dict[str, Any] = field(default_factory=lambda: {"memory-type": "NO_MEMORY_EXPANSION"})
+
+    def access_ps(self, tensor_bytes: int) -> int:
+        """Time of one remote load/store (requests do not queue: ASTRA-sim's PER_NPU model)."""
+        return round((self.latency_ns + tensor_bytes / (self.bandwidth_gbps * 1e9) * 1e9) * 1000)
+
+
+def read_memory(path: str | Path | None) -> RemoteMemory:
+    if path is None:
+        return RemoteMemory()
+    path = Path(path)
+    raw = _load_json(path, "remote memory")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a JSON object", "remote memory")
+    for key, value in raw.items():
+        if key not in MEMORY_KEYS:
+            raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(MEMORY_KEYS)}", key)
+        if isinstance(value, bool) or not isinstance(value, MEMORY_KEYS[key]):
+            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected {' or '.join(t.__name__ for t in MEMORY_KEYS[key])}", key)
+    kind = raw.get("memory-type")
+    if kind not in MEMORY_TYPES:
+        raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: expected one of {', '.join(MEMORY_TYPES)}", "memory-type")
+    mem = RemoteMemory(kind, float(raw.get("remote-mem-latency", 0)), float(raw.get("remote-mem-bw", 0)), dict(raw))
+    if kind != "NO_MEMORY_EXPANSION" and mem.bandwidth_gbps <= 0:
+        raise ConfigError(f"{path}: {kind} needs a positive 'remote-mem-bw' (GB/s)", "remote-mem-bw")
+    return mem
+
+
+def read_comm_groups(path: str | Path) -> dict[str, list[int]]:
+    """ASTRA-sim's comm-group JSON: {"<group id>": [rank, ...]}; nodes name a group by `pg_name`."""
+    path = Path(path)
+    raw = _load_json(path, "comm group")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a JSON object {{\"<group id>\": [ranks]}}", "comm group")
+    for key, ranks in raw.items():
+        if not isinstance(ranks, list) or not ranks or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
+            raise ConfigError(f"{path}: group {key!r} = {ranks!r}: expected a non-empty list of rank numbers", key)
+    return {str(k): list(v) for k, v in raw.items()}

@@ -1,0 +1,136 @@
+//! A collective (one chunk, one group) as a DAG of transfers between group positions.
+//! A transfer may start once every transfer it depends on has arrived and been
+//! processed at the sender; the executor never looks inside an algorithm.
+
+/// One message of a collective, between positions of the group (0..n).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    /// The receiver reduces the data into its buffer (reduce-scatter steps).
+    pub reduce: bool,
+}
+
+pub trait Dag: Send {
+    fn len(&self) -> usize;
+    fn transfer(&self, i: usize) -> Transfer;
+    /// Number of transfers that must arrive before transfer `i` may start.
+    fn n_deps(&self, i: usize) -> u32;
+    /// Calls `f` for every transfer that waits on transfer `i`.
+    fn for_each_successor(&self, i: usize, f: &mut dyn FnMut(usize));
+    /// Short description for reports ("ring", "double_binary_tree", ...).
+    fn algorithm(&self) -> &'static str;
+    /// Calls `f` for every transfer with no dependencies (those start the collective).
+    fn for_each_initial(&self, f: &mut dyn FnMut(usize)) {
+        for i in 0..self.len() {
+            if self.n_deps(i) == 0 {
+                f(i)
+            }
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A DAG stored explicitly (compressed successor lists): for algorithms whose
+/// structure is irregular or small (direct, trees, recursive doubling).
+pub struct ExplicitDag {
+    name: &'static str,
+    transfers: Vec<Transfer>,
+    n_deps: Vec<u32>,
+    succ_start: Vec<u32>,
+    succ: Vec<u32>,
+}
+
+/// Builds an [`ExplicitDag`]: add transfers, then edges `before -> after`.
+pub struct DagBuilder {
+    name: &'static str,
+    transfers: Vec<Transfer>,
+    edges: Vec<(u32, u32)>,
+}
+
+impl DagBuilder {
+    pub fn new(name: &'static str) -> DagBuilder {
+        DagBuilder {
+            name,
+            transfers: Vec::new(),
+            edges: Vec::new(),
+        }
+    }
+    pub fn add(&mut self, src: u32, dst: u32, bytes: u64, reduce: bool) -> u32 {
+        self.transfers.push(Transfer {
+            src,
+            dst,
+            bytes,
+            reduce,
+        });
+        (self.transfers.len() - 1) as u32
+    }
+    /// `after` waits for `before` to arrive.
+    pub fn edge(&mut self, before: u32, after: u32) {
+        self.edges.push((before, after));
+    }
+    pub fn build(mut self) -> ExplicitDag {
+        let n = self.transfers.len();
+        let mut n_deps = vec![0u32; n];
+        let mut counts = vec![0u32; n + 1];
+        self.edges.sort_unstable();
+        self.edges.dedup();
+        for &(a, b) in &self.edges {
+            counts[a as usize + 1] += 1;
+            n_deps[b as usize] += 1;
+        }
+        for i in 0..n {
+            counts[i + 1] += counts[i];
+        }
+        let succ = self.edges.iter().map(|&(_, b)| b).collect();
+        ExplicitDag {
+            name: self.name,
+            transfers: self.transfers,
+            n_deps,
+            succ_start: counts,
+            succ,
+        }
+    }
+}
+
+impl Dag for ExplicitDag {
+    fn len(&self) -> usize {
+        self.transfers.len()
+    }
+    fn transfer(&self, i: usize) -> Transfer {
+        self.transfers[i]
+    }
+    fn n_deps(&self, i: usize) -> u32 {
+        self.n_deps[i]
+    }
+    fn for_each_successor(&self, i: usize, f: &mut dyn FnMut(usize)) {
+        for &s in &self.succ[self.succ_start[i] as usize..self.succ_start[i + 1] as usize] {
+            f(s as usize)
+        }
+    }
+    fn algorithm(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// How a buffer of `total` bytes is cut into `parts` blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blocks {
+    /// Every byte is accounted for: the first `total % parts` blocks are one byte larger.
+    Exact,
+    /// ASTRA-sim's rule: every block is `total / parts` (integer division); the rest is dropped.
+    Truncate,
+}
+
+impl Blocks {
+    pub fn size(self, total: u64, parts: u64, index: u64) -> u64 {
+        match self {
+            Blocks::Exact => total / parts + u64::from(index < total % parts),
+            Blocks::Truncate => total / parts,
+        }
+    }
+}

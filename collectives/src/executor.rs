@@ -1,0 +1,825 @@
+//! The event loop of the workload and system layers. Each rank walks its ET graph:
+//! a node is issued once all its dependencies are done; compute nodes run one at a
+//! time per rank (lowest node id first, as ASTRA-sim scans its ready set);
+//! communication overlaps them as the dependencies allow. A collective starts once
+//! every member of its group has issued it; its chunks queue per (group, dimension)
+//! with at most `active-chunks-per-dimension` in flight, and each chunk's phase is a
+//! DAG of transfers handed to the network as flows.
+//!
+//! Timing of a phase (ASTRA-sim's system layer): the first transfers leave one
+//! endpoint delay after the phase starts; every arrival costs the receiver an endpoint
+//! delay plus, for a reducing transfer, the local reduction time; a transfer leaves
+//! when the last transfer it waits on has been processed; the phase ends when its
+//! last arrival has been processed.
+
+use crate::error::{SystemError, SystemResult};
+use crate::report::{CollectiveRecord, RankStats, SystemReport};
+use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, Policy, SystemConfig};
+use crate::workload::{check_and_match, group_label, Matched, NodeKind, WorkloadInput, NONE};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use tracefabric_netapi::{FlowRequest, Network, Ps};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A compute or memory node of (rank, node) finishes.
+    NodeDone(u32, u32),
+    /// The phase a stream is in has processed its last arrival.
+    PhaseDone(u32),
+}
+
+struct RankRt {
+    waiting_deps: Vec<u32>,
+    succ_start: Vec<u32>,
+    succ: Vec<u32>,
+    done: Vec<bool>,
+    issued_at: Vec<Ps>,
+    /// Ready compute nodes, lowest index first.
+    compute_ready: BinaryHeap<Reverse<u32>>,
+    computing: bool,
+    compute_ps: Ps,
+    comm_intervals: Vec<(Ps, Ps)>,
+    wall: Ps,
+    finished: usize,
+}
+
+struct InstanceRt {
+    issued: u32,
+    first_issue: Ps,
+    start: Ps,
+    chunks: Vec<u64>,
+    chunks_left: u32,
+    /// Start order among instances (scheduling priority).
+    order: u64,
+    algorithm: String,
+    end: Ps,
+}
+
+/// A chunk of an instance, moving through its phases.
+struct Stream {
+    inst: u32,
+    chunk: u32,
+    phases: Vec<Phase>,
+    phase: usize,
+    /// Flow id of transfer 0 of subgroup 0 of the current phase.
+    base: u64,
+    left: u64,
+    /// Multi-dependency transfers: (dependencies still missing, latest ready time so far).
+    pending: HashMap<u64, (u32, Ps)>,
+    last_ready: Ps,
+}
+
+#[derive(Default)]
+struct DimQueue {
+    active: u32,
+    /// (priority, chunk order, stream) — highest first.
+    waiting: BinaryHeap<(u64, Reverse<u32>, u32)>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct PairRt {
+    arrived: Option<Ps>,
+    recv_issued: bool,
+}
+
+/// Where every flow id lives: instance i owns ids [inst_base[i], inst_base[i+1]);
+/// inside, each (chunk, phase) owns a contiguous range.
+struct FlowLayout {
+    inst_base: Vec<u64>,
+    /// Per instance, the id offset of each (chunk, phase), chunk-major.
+    offsets: Vec<Vec<u64>>,
+    p2p_base: u64,
+}
+
+pub struct Executor<'a> {
+    w: &'a WorkloadInput,
+    cfg: &'a SystemConfig,
+    m: Matched,
+    layout: Layout,
+    ids: FlowLayout,
+    net: &'a mut dyn Network,
+    now: Ps,
+    seq: u64,
+    timers: BinaryHeap<Reverse<(Ps, u64, Timer)>>,
+    ranks: Vec<RankRt>,
+    inst: Vec<InstanceRt>,
+    streams: Vec<Option<Stream>>,
+    free_streams: Vec<u32>,
+    /// (instance, chunk) -> stream slot, for completions.
+    stream_of: HashMap<(u32, u32), u32>,
+    queues: HashMap<(u32, usize), DimQueue>,
+    pairs: Vec<PairRt>,
+    started_instances: u64,
+    flows: u64,
+    /// (rank, node) issued and waiting to be handled (a worklist instead of recursion).
+    to_issue: Vec<(u32, u32, Ps)>,
+}
+
+/// Runs the workload to completion on `net`.
+pub fn run(
+    w: &WorkloadInput,
+    cfg: &SystemConfig,
+    net: &mut dyn Network,
+) -> SystemResult<SystemReport> {
+    let m = check_and_match(w)?;
+    let n = w.ranks.len() as u32;
+    if net.endpoints() < n {
+        return Err(SystemError::Config {
+            field: "network".into(),
+            message: format!(
+                "the network connects {} NPUs but the workload has {n} ranks",
+                net.endpoints()
+            ),
+        });
+    }
+    let layout = Layout::new(&cfg.dims, n)?;
+    let ids = flow_layout(w, cfg, &m, &layout)?;
+    let ex = Executor {
+        ranks: w.ranks.iter().map(|r| rank_rt(r)).collect(),
+        inst: m
+            .instances
+            .iter()
+            .map(|_| InstanceRt {
+                issued: 0,
+                first_issue: 0,
+                start: 0,
+                chunks: Vec::new(),
+                chunks_left: 0,
+                order: 0,
+                algorithm: String::new(),
+                end: 0,
+            })
+            .collect(),
+        pairs: vec![PairRt::default(); m.p2p.len()],
+        w,
+        cfg,
+        m,
+        layout,
+        ids,
+        net,
+        now: 0,
+        seq: 0,
+        timers: BinaryHeap::new(),
+        streams: Vec::new(),
+        free_streams: Vec::new(),
+        stream_of: HashMap::new(),
+        queues: HashMap::new(),
+        started_instances: 0,
+        flows: 0,
+        to_issue: Vec::new(),
+    };
+    ex.run_loop()
+}
+
+/// Every flow of the run in id order (for backends that must know their flows up front,
+/// like the packet engine whose load balancers plan per flow).
+pub fn enumerate_flows(w: &WorkloadInput, cfg: &SystemConfig) -> SystemResult<Vec<FlowRequest>> {
+    let m = check_and_match(w)?;
+    let layout = Layout::new(&cfg.dims, w.ranks.len() as u32)?;
+    let mut out = Vec::new();
+    for inst in &m.instances {
+        let members = &w.groups[inst.group as usize];
+        let chunks = chunk_sizes(cfg, inst.kind, inst.bytes, members.len() as u32);
+        for (c, &bytes) in chunks.iter().enumerate() {
+            let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
+            for phase in plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, &layout)? {
+                for sub in phase.subgroups.iter() {
+                    for t in 0..phase.dag.len() {
+                        let tr = phase.dag.transfer(t);
+                        out.push(FlowRequest {
+                            id: out.len() as u64,
+                            src: sub[tr.src as usize],
+                            dst: sub[tr.dst as usize],
+                            bytes: tr.bytes,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for p in &m.p2p {
+        out.push(FlowRequest {
+            id: out.len() as u64,
+            src: p.src,
+            dst: p.dst,
+            bytes: p.bytes,
+        });
+    }
+    Ok(out)
+}
+
+fn rank_rt(r: &crate::workload::RankInput) -> RankRt {
+    let n = r.nodes.len();
+    let mut counts = vec![0u32; n + 1];
+    for node in &r.nodes {
+        for &d in &node.deps {
+            counts[d as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        counts[i + 1] += counts[i];
+    }
+    let mut fill = counts.clone();
+    let mut succ = vec![0u32; counts[n] as usize];
+    for (i, node) in r.nodes.iter().enumerate() {
+        for &d in &node.deps {
+            succ[fill[d as usize] as usize] = i as u32;
+            fill[d as usize] += 1;
+        }
+    }
+    RankRt {
+        waiting_deps: r.nodes.iter().map(|nd| nd.deps.len() as u32).collect(),
+        succ_start: counts,
+        succ,
+        done: vec![false; n],
+        issued_at: vec![0; n],
+        compute_ready: BinaryHeap::new(),
+        computing: false,
+        compute_ps: 0,
+        comm_intervals: Vec::new(),
+        wall: 0,
+        finished: 0,
+    }
+}
+
+/// The share of an all-to-all-v matrix that chunk `c` of `count` carries.
+fn chunk_matrix(matrix: Option<&[u64]>, count: usize, c: usize) -> Option<Vec<u64>> {
+    matrix.map(|m| {
+        m.iter()
+            .map(|&b| crate::dag::Blocks::Exact.size(b, count as u64, c as u64))
+            .collect()
+    })
+}
+
+fn flow_layout(
+    w: &WorkloadInput,
+    cfg: &SystemConfig,
+    m: &Matched,
+    layout: &Layout,
+) -> SystemResult<FlowLayout> {
+    let mut inst_base = Vec::with_capacity(m.instances.len() + 1);
+    let mut offsets = Vec::with_capacity(m.instances.len());
+    let mut next = 0u64;
+    for inst in &m.instances {
+        inst_base.push(next);
+        let members = &w.groups[inst.group as usize];
+        let chunks = chunk_sizes(cfg, inst.kind, inst.bytes, members.len() as u32);
+        let mut offs = Vec::new();
+        for (c, &bytes) in chunks.iter().enumerate() {
+            let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
+            let phases = plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, layout)
+                .map_err(|e| match e {
+                    SystemError::Config { field, message } => {
+                        let node = inst.nodes[0];
+                        SystemError::Workload {
+                            file: w.ranks[members[0] as usize].file.clone(),
+                            node: w.ranks[members[0] as usize].nodes[node as usize].id,
+                            message: format!(
+                                "{} on group {}: system config `{field}`: {message}",
+                                inst.kind.name(),
+                                group_label(w, inst.group)
+                            ),
+                        }
+                    }
+                    other => other,
+                })?;
+            for p in &phases {
+                offs.push(next);
+                next += p.dag.len() as u64 * p.subgroups.len() as u64;
+            }
+        }
+        offsets.push(offs);
+    }
+    inst_base.push(next);
+    Ok(FlowLayout {
+        inst_base,
+        offsets,
+        p2p_base: next,
+    })
+}
+
+impl Executor<'_> {
+    fn timer(&mut self, at: Ps, t: Timer) {
+        self.seq += 1;
+        self.timers.push(Reverse((at, self.seq, t)));
+    }
+
+    fn run_loop(mut self) -> SystemResult<SystemReport> {
+        for r in 0..self.ranks.len() as u32 {
+            for i in 0..self.ranks[r as usize].waiting_deps.len() as u32 {
+                if self.ranks[r as usize].waiting_deps[i as usize] == 0 {
+                    self.to_issue.push((r, i, 0));
+                }
+            }
+        }
+        self.drain_issues()?;
+        loop {
+            let limit = self.timers.peek().map_or(Ps::MAX, |Reverse((t, _, _))| *t);
+            match self
+                .net
+                .next_completion(limit)
+                .map_err(SystemError::Network)?
+            {
+                Some((t, id)) => {
+                    self.now = t;
+                    self.on_flow_done(t, id)?;
+                }
+                None => match self.timers.pop() {
+                    Some(Reverse((t, _, timer))) => {
+                        self.now = t;
+                        match timer {
+                            Timer::NodeDone(r, i) => {
+                                if self.w.ranks[r as usize].nodes[i as usize].kind
+                                    == NodeKind::Compute
+                                {
+                                    self.ranks[r as usize].computing = false;
+                                    self.start_compute(r);
+                                }
+                                self.node_done(r, i, t);
+                            }
+                            Timer::PhaseDone(s) => self.phase_done(s)?,
+                        }
+                    }
+                    None => break,
+                },
+            }
+            self.drain_issues()?;
+        }
+        self.finish()
+    }
+
+    fn drain_issues(&mut self) -> SystemResult<()> {
+        while let Some((r, i, at)) = self.to_issue.pop() {
+            self.issue(r, i, at)?;
+        }
+        Ok(())
+    }
+
+    fn issue(&mut self, r: u32, i: u32, at: Ps) -> SystemResult<()> {
+        let node = &self.w.ranks[r as usize].nodes[i as usize];
+        self.ranks[r as usize].issued_at[i as usize] = at;
+        match node.kind {
+            NodeKind::Compute => {
+                self.ranks[r as usize].compute_ready.push(Reverse(i));
+                self.start_compute(r);
+            }
+            NodeKind::Memory => self.timer(at + node.duration_ps, Timer::NodeDone(r, i)),
+            NodeKind::Instant => self.node_done(r, i, at),
+            NodeKind::Collective => {
+                let k = self.m.link[r as usize][i as usize];
+                let rt = &mut self.inst[k as usize];
+                if rt.issued == 0 {
+                    rt.first_issue = at;
+                }
+                rt.issued += 1;
+                if rt.issued as usize
+                    == self.w.groups[self.m.instances[k as usize].group as usize].len()
+                {
+                    self.start_instance(k, at)?;
+                }
+            }
+            NodeKind::Send => {
+                let k = self.m.link[r as usize][i as usize];
+                let p = self.m.p2p[k as usize];
+                self.flows += 1;
+                let id = self.ids.p2p_base + k as u64;
+                self.net
+                    .start_flow(
+                        FlowRequest {
+                            id,
+                            src: p.src,
+                            dst: p.dst,
+                            bytes: p.bytes,
+                        },
+                        at,
+                    )
+                    .map_err(SystemError::Network)?;
+            }
+            NodeKind::Recv => {
+                let k = self.m.link[r as usize][i as usize] as usize;
+                self.pairs[k].recv_issued = true;
+                if let Some(arrived) = self.pairs[k].arrived {
+                    self.node_done(r, i, arrived.max(at));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start_compute(&mut self, r: u32) {
+        let rank = &mut self.ranks[r as usize];
+        if rank.computing {
+            return;
+        }
+        if let Some(Reverse(i)) = rank.compute_ready.pop() {
+            rank.computing = true;
+            let d = self.w.ranks[r as usize].nodes[i as usize].duration_ps;
+            rank.compute_ps += d;
+            let at = self.now.max(rank.issued_at[i as usize]);
+            self.timer(at + d, Timer::NodeDone(r, i));
+        }
+    }
+
+    fn node_done(&mut self, r: u32, i: u32, at: Ps) {
+        let kind = self.w.ranks[r as usize].nodes[i as usize].kind;
+        let rank = &mut self.ranks[r as usize];
+        if matches!(kind, NodeKind::Collective | NodeKind::Send | NodeKind::Recv) {
+            rank.comm_intervals.push((rank.issued_at[i as usize], at));
+        }
+        rank.done[i as usize] = true;
+        rank.finished += 1;
+        rank.wall = rank.wall.max(at);
+        for s in rank.succ_start[i as usize]..rank.succ_start[i as usize + 1] {
+            let j = rank.succ[s as usize];
+            rank.waiting_deps[j as usize] -= 1;
+            if rank.waiting_deps[j as usize] == 0 {
+                self.to_issue.push((r, j, at));
+            }
+        }
+    }
+
+    // ---- collectives ---------------------------------------------------------
+
+    fn start_instance(&mut self, k: u32, at: Ps) -> SystemResult<()> {
+        let inst = &self.m.instances[k as usize];
+        let members = &self.w.groups[inst.group as usize];
+        let chunks = chunk_sizes(self.cfg, inst.kind, inst.bytes, members.len() as u32);
+        self.started_instances += 1;
+        let order = self.started_instances;
+        let rt = &mut self.inst[k as usize];
+        rt.start = at;
+        rt.chunks_left = chunks.len() as u32;
+        rt.chunks = chunks;
+        rt.order = order;
+        for c in 0..self.inst[k as usize].chunks.len() as u32 {
+            let s = self.new_stream(k, c)?;
+            self.enqueue(s);
+        }
+        self.dispatch_all(k)
+    }
+
+    fn new_stream(&mut self, k: u32, c: u32) -> SystemResult<u32> {
+        let inst = &self.m.instances[k as usize];
+        let rt = &self.inst[k as usize];
+        let matrix = chunk_matrix(inst.matrix.as_deref(), rt.chunks.len(), c as usize);
+        let phases = plan_chunk(
+            self.cfg,
+            inst.kind,
+            rt.chunks[c as usize],
+            matrix.as_deref(),
+            &self.w.groups[inst.group as usize],
+            &self.layout,
+        )?;
+        if c == 0 {
+            self.inst[k as usize].algorithm = phases
+                .iter()
+                .map(|p| p.dag.algorithm())
+                .collect::<Vec<_>>()
+                .join("+");
+        }
+        let stream = Stream {
+            inst: k,
+            chunk: c,
+            phases,
+            phase: 0,
+            base: 0,
+            left: 0,
+            pending: HashMap::new(),
+            last_ready: 0,
+        };
+        let slot = match self.free_streams.pop() {
+            Some(s) => {
+                self.streams[s as usize] = Some(stream);
+                s
+            }
+            None => {
+                self.streams.push(Some(stream));
+                (self.streams.len() - 1) as u32
+            }
+        };
+        self.stream_of.insert((k, c), slot);
+        Ok(slot)
+    }
+
+    fn queue_key(&self, s: u32) -> (u32, usize) {
+        let st = self.streams[s as usize].as_ref().expect("live stream");
+        (
+            self.m.instances[st.inst as usize].group,
+            st.phases.get(st.phase).map_or(0, |p| p.dim),
+        )
+    }
+
+    fn enqueue(&mut self, s: u32) {
+        let key = self.queue_key(s);
+        let st = self.streams[s as usize].as_ref().expect("live stream");
+        let order = self.inst[st.inst as usize].order;
+        let priority = match self.cfg.scheduling_policy {
+            Policy::Lifo => order,
+            Policy::Fifo => u64::MAX - order,
+        };
+        let chunk = st.chunk;
+        self.queues
+            .entry(key)
+            .or_default()
+            .waiting
+            .push((priority, Reverse(chunk), s));
+    }
+
+    /// Start waiting streams in every queue an instance's group uses.
+    fn dispatch_all(&mut self, k: u32) -> SystemResult<()> {
+        let g = self.m.instances[k as usize].group;
+        let mut keys: Vec<(u32, usize)> = self
+            .queues
+            .keys()
+            .copied()
+            .filter(|&(qg, _)| qg == g)
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            self.dispatch(key)?;
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self, key: (u32, usize)) -> SystemResult<()> {
+        let limit = self.cfg.active_chunks_per_dimension.max(1);
+        loop {
+            let q = self.queues.get_mut(&key).expect("queue exists");
+            if q.active >= limit {
+                return Ok(());
+            }
+            let Some((_, _, s)) = q.waiting.pop() else {
+                return Ok(());
+            };
+            q.active += 1;
+            self.start_phase(s)?;
+        }
+    }
+
+    fn start_phase(&mut self, s: u32) -> SystemResult<()> {
+        let now = self.now;
+        let st = self.streams[s as usize].as_mut().expect("live stream");
+        let k = st.inst as usize;
+        st.base = self.ids.offsets[k][st.chunk as usize * st.phases.len() + st.phase];
+        let phase = &st.phases[st.phase];
+        st.left = phase.dag.len() as u64 * phase.subgroups.len() as u64;
+        st.pending.clear();
+        st.last_ready = now;
+        if st.left == 0 {
+            self.timer(now, Timer::PhaseDone(s));
+            return Ok(());
+        }
+        let at = now + self.cfg.endpoint_delay_ps;
+        let mut initial = Vec::new();
+        phase.dag.for_each_initial(&mut |t| initial.push(t as u64));
+        let len = phase.dag.len() as u64;
+        for sub in 0..phase.subgroups.len() as u64 {
+            for &t in &initial {
+                self.start_transfer(s, sub * len + t, at)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start_transfer(&mut self, s: u32, local: u64, at: Ps) -> SystemResult<()> {
+        let st = self.streams[s as usize].as_ref().expect("live stream");
+        let phase = &st.phases[st.phase];
+        let len = phase.dag.len() as u64;
+        let tr = phase.dag.transfer((local % len) as usize);
+        let sub = &phase.subgroups[(local / len) as usize];
+        let req = FlowRequest {
+            id: st.base + local,
+            src: sub[tr.src as usize],
+            dst: sub[tr.dst as usize],
+            bytes: tr.bytes,
+        };
+        self.flows += 1;
+        self.net.start_flow(req, at).map_err(SystemError::Network)
+    }
+
+    fn on_flow_done(&mut self, t: Ps, id: u64) -> SystemResult<()> {
+        if id >= self.ids.p2p_base {
+            let k = (id - self.ids.p2p_base) as usize;
+            let p = self.m.p2p[k];
+            self.node_done(p.src, p.send_node, t);
+            let ready = t + self.cfg.endpoint_delay_ps;
+            self.pairs[k].arrived = Some(ready);
+            if self.pairs[k].recv_issued {
+                let issued = self.ranks[p.dst as usize].issued_at[p.recv_node as usize];
+                self.node_done(p.dst, p.recv_node, ready.max(issued));
+            }
+            return Ok(());
+        }
+        let k = self.ids.inst_base.partition_point(|&b| b <= id) - 1;
+        let offs = &self.ids.offsets[k];
+        let slot_in = offs.partition_point(|&b| b <= id) - 1;
+        // Offsets are chunk-major and every chunk of an instance has the same phase count.
+        let phases_per_chunk = (offs.len() / self.inst[k].chunks.len().max(1)).max(1);
+        let chunk = (slot_in / phases_per_chunk) as u32;
+        let stream_id = *self
+            .stream_of
+            .get(&(k as u32, chunk))
+            .ok_or_else(|| SystemError::Network(format!("completion of unknown flow {id}")))?;
+        let reduce_time;
+        let ready;
+        let mut successors = Vec::new();
+        {
+            let st = self.streams[stream_id as usize]
+                .as_mut()
+                .expect("live stream");
+            let local = id - st.base;
+            let phase = &st.phases[st.phase];
+            let len = phase.dag.len() as u64;
+            let (sub, ti) = (local / len, (local % len) as usize);
+            let tr = phase.dag.transfer(ti);
+            reduce_time = if tr.reduce {
+                self.cfg.reduce_time_ps(tr.bytes)
+            } else {
+                0
+            };
+            ready = t + self.cfg.endpoint_delay_ps + reduce_time;
+            st.last_ready = st.last_ready.max(ready);
+            st.left -= 1;
+            let mut next = Vec::new();
+            phase.dag.for_each_successor(ti, &mut |j| next.push(j));
+            for j in next {
+                let g = sub * len + j as u64;
+                let deps = phase.dag.n_deps(j);
+                if deps <= 1 {
+                    successors.push((g, ready));
+                } else {
+                    let e = st.pending.entry(g).or_insert((deps, 0));
+                    e.0 -= 1;
+                    e.1 = e.1.max(ready);
+                    if e.0 == 0 {
+                        let at = e.1;
+                        st.pending.remove(&g);
+                        successors.push((g, at));
+                    }
+                }
+            }
+            if st.left == 0 {
+                let at = st.last_ready;
+                self.timer(at, Timer::PhaseDone(stream_id));
+            }
+        }
+        for (g, at) in successors {
+            self.start_transfer(stream_id, g, at)?;
+        }
+        Ok(())
+    }
+
+    fn phase_done(&mut self, s: u32) -> SystemResult<()> {
+        let key = self.queue_key(s);
+        self.queues.get_mut(&key).expect("queue exists").active -= 1;
+        let st = self.streams[s as usize].as_mut().expect("live stream");
+        st.phase += 1;
+        let (k, more) = (st.inst, st.phase < st.phases.len());
+        if more {
+            self.enqueue(s);
+            self.dispatch(self.queue_key(s))?;
+        } else {
+            let st = self.streams[s as usize].take().expect("live stream");
+            self.stream_of.remove(&(st.inst, st.chunk));
+            self.free_streams.push(s);
+            let rt = &mut self.inst[k as usize];
+            rt.chunks_left -= 1;
+            if rt.chunks_left == 0 {
+                let now = self.now;
+                rt.end = now;
+                let w = self.w;
+                let (group, nodes) = (
+                    self.m.instances[k as usize].group,
+                    self.m.instances[k as usize].nodes.clone(),
+                );
+                for (p, &r) in w.groups[group as usize].iter().enumerate() {
+                    self.node_done(r, nodes[p], now);
+                }
+            }
+        }
+        self.dispatch(key)
+    }
+
+    fn finish(self) -> SystemResult<SystemReport> {
+        for (r, rank) in self.ranks.iter().enumerate() {
+            if rank.finished < rank.done.len() {
+                return Err(self.deadlock(r as u32));
+            }
+        }
+        let ranks = self
+            .ranks
+            .iter()
+            .map(|rank| {
+                let comm = union_length(rank.comm_intervals.clone());
+                RankStats {
+                    wall_ps: rank.wall,
+                    compute_ps: rank.compute_ps,
+                    comm_ps: comm,
+                    exposed_comm_ps: rank.wall.saturating_sub(rank.compute_ps),
+                    overlap_ps: (rank.compute_ps + comm).saturating_sub(rank.wall),
+                    nodes: rank.done.len() as u64,
+                }
+            })
+            .collect();
+        let collectives = self
+            .m
+            .instances
+            .iter()
+            .zip(&self.inst)
+            .enumerate()
+            .map(|(k, (inst, rt))| CollectiveRecord {
+                group: inst.group,
+                seq: inst.seq,
+                kind: inst.kind.name(),
+                bytes: inst.bytes,
+                algorithm: rt.algorithm.clone(),
+                chunks: rt.chunks.len() as u32,
+                flows: self.ids.inst_base[k + 1] - self.ids.inst_base[k],
+                first_issue_ps: rt.first_issue,
+                start_ps: rt.start,
+                end_ps: rt.end,
+            })
+            .collect();
+        Ok(SystemReport {
+            ranks,
+            collectives,
+            flows: self.flows,
+            network_counters: self.net.counters(),
+        })
+    }
+
+    fn deadlock(&self, r: u32) -> SystemError {
+        let rank = &self.ranks[r as usize];
+        let file = &self.w.ranks[r as usize].file;
+        let stuck: Vec<usize> = (0..rank.done.len())
+            .filter(|&i| !rank.done[i] && rank.waiting_deps[i] == 0)
+            .collect();
+        let mut why = Vec::new();
+        for &i in stuck.iter().take(3) {
+            let node = &self.w.ranks[r as usize].nodes[i];
+            let k = self.m.link[r as usize][i];
+            let reason = match node.kind {
+                NodeKind::Collective if k != NONE => {
+                    let inst = &self.m.instances[k as usize];
+                    let members = &self.w.groups[inst.group as usize];
+                    let missing: Vec<String> = members
+                        .iter()
+                        .enumerate()
+                        .filter(|&(p, &m)| {
+                            self.ranks[m as usize].waiting_deps[inst.nodes[p] as usize] > 0
+                        })
+                        .map(|(_, &m)| m.to_string())
+                        .take(8)
+                        .collect();
+                    format!(
+                        "its {} on group {} waits for ranks [{}] that never issue theirs",
+                        inst.kind.name(),
+                        group_label(self.w, inst.group),
+                        missing.join(", ")
+                    )
+                }
+                NodeKind::Recv => format!(
+                    "its receive from rank {} never gets its data (the send never issues)",
+                    node.peer
+                ),
+                _ => "it never completes".to_string(),
+            };
+            why.push(format!("{file}: node {}: {reason}", node.id));
+        }
+        let blocked = rank.done.len() - rank.finished;
+        SystemError::Deadlock {
+            message: format!(
+                "rank {r} has {blocked} nodes that can never run; {}",
+                why.join("; ")
+            ),
+        }
+    }
+}
+
+/// Total length of the union of intervals.
+fn union_length(mut v: Vec<(Ps, Ps)>) -> Ps {
+    v.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(Ps, Ps)> = None;
+    for (a, b) in v {
+        match cur {
+            Some((s, e)) if a <= e => cur = Some((s, e.max(b))),
+            Some((s, e)) => {
+                total += e - s;
+                cur = Some((a, b));
+            }
+            None => cur = Some((a, b)),
+        }
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_length;
+    #[test]
+    fn union_merges_overlaps() {
+        assert_eq!(union_length(vec![(0, 10), (5, 20), (30, 40)]), 30);
+        assert_eq!(union_length(vec![]), 0);
+    }
+}

@@ -1,0 +1,238 @@
+//! The system layer's plan for one collective: how it is cut into chunks
+//! (`preferred-dataset-splits`), and the phases each chunk goes through: one per
+//! network dimension for a collective over every rank of a multi-dimensional network
+//! (ASTRA-sim's hierarchical scheme), one over the group otherwise.
+
+use crate::algorithms::{self, Algorithm, CollectiveKind, CollectiveSpec};
+use crate::dag::{Blocks, Dag};
+use crate::error::{SystemError, SystemResult};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// The newest collective's chunks go first (ASTRA-sim's default).
+    Lifo,
+    Fifo,
+}
+
+/// The system configuration, normalized by the Python config reader (which owns
+/// ASTRA-sim's JSON keys, their units and their errors).
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct SystemConfig {
+    pub scheduling_policy: Policy,
+    /// Paid by the receiver for every arriving message, and once when a phase starts.
+    pub endpoint_delay_ps: u64,
+    pub active_chunks_per_dimension: u32,
+    pub preferred_dataset_splits: u32,
+    /// Algorithm names per collective type, one per network dimension.
+    pub implementations: BTreeMap<String, Vec<String>>,
+    /// All-reduce over several dimensions as reduce-scatter up, all-reduce on the last
+    /// dimension, all-gather down (ASTRA-sim's `localBWAware`); else all-reduce per dimension.
+    pub local_bw_aware: bool,
+    /// Local reduction: 3 memory passes (one write, two reads) of the received bytes at
+    /// this rate, each rounded down to whole ns (ASTRA-sim's model). 0 disables it.
+    pub local_mem_bw_bytes_per_ns: f64,
+    pub blocks: Blocks,
+    /// NPUs per network dimension (innermost first); their product is the rank count.
+    pub dims: Vec<u32>,
+}
+
+impl SystemConfig {
+    pub fn reduce_time_ps(&self, bytes: u64) -> u64 {
+        if self.local_mem_bw_bytes_per_ns <= 0.0 {
+            return 0;
+        }
+        3 * (bytes as f64 / self.local_mem_bw_bytes_per_ns).floor() as u64 * 1_000
+    }
+
+    fn algorithm(&self, kind: CollectiveKind, dim: usize) -> SystemResult<&'static dyn Algorithm> {
+        let key = format!("{}-implementation", kind.name().replace('_', "-"));
+        let list = self
+            .implementations
+            .get(&key)
+            .ok_or_else(|| SystemError::Config {
+                field: key.clone(),
+                message: format!(
+                    "the workload has a {} but the system config names no algorithm for it",
+                    kind.name()
+                ),
+            })?;
+        let name = list.get(dim).ok_or_else(|| SystemError::Config {
+            field: key.clone(),
+            message: format!(
+                "{} entries, but dimension {dim} needs one (the network has {} dimensions)",
+                list.len(),
+                self.dims.len()
+            ),
+        })?;
+        algorithms::by_name(name).map_err(|message| SystemError::Config {
+            field: key,
+            message,
+        })
+    }
+}
+
+/// Sizes of the chunks a collective of `bytes` on `n` ranks is cut into. As in
+/// ASTRA-sim: chunk = bytes / splits, raised to n bytes (and the total to splits * n)
+/// when smaller, except for all-gather.
+pub fn chunk_sizes(cfg: &SystemConfig, kind: CollectiveKind, bytes: u64, n: u32) -> Vec<u64> {
+    let splits = cfg.preferred_dataset_splits.max(1) as u64;
+    let mut chunk = bytes / splits;
+    let mut total = bytes;
+    if chunk < n as u64 && kind != CollectiveKind::AllGather {
+        chunk = n as u64;
+        total = splits * chunk;
+    }
+    if chunk == 0 {
+        return vec![total];
+    }
+    let count = total.div_ceil(chunk);
+    (0..count)
+        .map(|c| {
+            if c + 1 < count {
+                chunk
+            } else {
+                total - chunk * (count - 1)
+            }
+        })
+        .collect()
+}
+
+/// One phase of a chunk: an algorithm over every subgroup of one dimension at once.
+pub struct Phase {
+    /// Scheduling queue (network dimension; 0 for a flat collective).
+    pub dim: usize,
+    pub kind: CollectiveKind,
+    pub dag: Box<dyn Dag>,
+    /// Global rank of position p in subgroup s: `subgroups[s][p]`.
+    pub subgroups: std::rc::Rc<Vec<Vec<u32>>>,
+}
+
+/// The phases one chunk of `bytes` goes through.
+pub fn plan_chunk(
+    cfg: &SystemConfig,
+    kind: CollectiveKind,
+    bytes: u64,
+    matrix: Option<&[u64]>,
+    members: &[u32],
+    layout: &Layout,
+) -> SystemResult<Vec<Phase>> {
+    let n = members.len() as u32;
+    let world_in_order =
+        layout.hierarchical && members.iter().enumerate().all(|(i, &r)| i as u32 == r);
+    let build = |phase_kind: CollectiveKind,
+                 algo_kind: CollectiveKind,
+                 dim: usize,
+                 size: u32,
+                 bytes: u64|
+     -> SystemResult<Box<dyn Dag>> {
+        let algorithm = cfg.algorithm(algo_kind, dim)?;
+        let spec = CollectiveSpec {
+            kind: phase_kind,
+            n: size,
+            bytes,
+            blocks: cfg.blocks,
+            matrix: if phase_kind == CollectiveKind::AllToAll && size == n {
+                matrix
+            } else {
+                None
+            },
+            root: 0,
+        };
+        algorithm
+            .build(&spec)
+            .map_err(|message| SystemError::Config {
+                field: format!("{}-implementation", algo_kind.name().replace('_', "-")),
+                message,
+            })
+    };
+    if !world_in_order || matrix.is_some() {
+        let dag = build(kind, kind, 0, n, bytes)?;
+        return Ok(vec![Phase {
+            dim: 0,
+            kind,
+            dag,
+            subgroups: std::rc::Rc::new(vec![members.to_vec()]),
+        }]);
+    }
+    // Hierarchical: only dimensions with more than one NPU take part.
+    let dims: Vec<usize> = (0..cfg.dims.len()).filter(|&d| cfg.dims[d] > 1).collect();
+    let mut steps: Vec<(usize, CollectiveKind, u64)> = Vec::new();
+    // Buffer a dimension works on when the data shrinks dimension by dimension.
+    let mut shrinking = Vec::new();
+    let mut b = bytes;
+    for &d in &dims {
+        shrinking.push(b);
+        b /= cfg.dims[d] as u64;
+    }
+    match kind {
+        CollectiveKind::AllReduce if cfg.local_bw_aware && dims.len() > 1 => {
+            let last = dims.len() - 1;
+            for i in 0..last {
+                steps.push((dims[i], CollectiveKind::ReduceScatter, shrinking[i]));
+            }
+            steps.push((dims[last], CollectiveKind::AllReduce, shrinking[last]));
+            for i in (0..last).rev() {
+                steps.push((dims[i], CollectiveKind::AllGather, shrinking[i]));
+            }
+        }
+        CollectiveKind::ReduceScatter => {
+            steps.extend(dims.iter().zip(&shrinking).map(|(&d, &s)| (d, kind, s)))
+        }
+        CollectiveKind::AllGather => steps.extend(
+            dims.iter()
+                .zip(&shrinking)
+                .rev()
+                .map(|(&d, &s)| (d, kind, s)),
+        ),
+        _ => steps.extend(dims.iter().map(|&d| (d, kind, bytes))),
+    }
+    steps
+        .into_iter()
+        .map(|(d, phase_kind, size_bytes)| {
+            Ok(Phase {
+                dim: d,
+                kind: phase_kind,
+                dag: build(phase_kind, kind, d, cfg.dims[d], size_bytes)?,
+                subgroups: layout.subgroups[d].clone(),
+            })
+        })
+        .collect()
+}
+
+/// Subgroups of every dimension of the network (ranks that differ only in that coordinate).
+pub struct Layout {
+    pub hierarchical: bool,
+    pub subgroups: Vec<std::rc::Rc<Vec<Vec<u32>>>>,
+}
+
+impl Layout {
+    pub fn new(dims: &[u32], n_ranks: u32) -> SystemResult<Layout> {
+        let product: u64 = dims.iter().map(|&d| d as u64).product();
+        if dims.is_empty() || product != n_ranks as u64 {
+            return Err(SystemError::Config {
+                field: "dims".into(),
+                message: format!("the network's dimensions {dims:?} hold {product} NPUs but the workload has {n_ranks} ranks"),
+            });
+        }
+        let mut subgroups = Vec::new();
+        let mut stride = 1u32;
+        for &d in dims {
+            let mut groups = Vec::new();
+            for base in 0..n_ranks {
+                if (base / stride) % d == 0 {
+                    groups.push((0..d).map(|i| base + i * stride).collect());
+                }
+            }
+            subgroups.push(std::rc::Rc::new(groups));
+            stride *= d;
+        }
+        Ok(Layout {
+            hierarchical: dims.iter().filter(|&&d| d > 1).count() > 1,
+            subgroups,
+        })
+    }
+}

@@ -1,0 +1,117 @@
+"""The workload layer's Python half: read a workload (per-rank Chakra ETs, as ASTRA-sim
+reads them) and hand the Rust system layer each rank's graph, with node ids turned into
+indices, communicator groups resolved, and compute/memory times fixed (duration_micros,
+or the roofline when the system config enables it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..astra_configs.formats import RemoteMemory, SystemConfig
+from ..errors import ConfigError
+from ..traces.chakra_io import EtNode, comm_type_name
+from ..traces.validate import RankTrace, load
+
+COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
+               "ALL_TO_ALL": "all_to_all", "BROADCAST": "broadcast"}
+WORLD_NAMES = ("", "0")
+
+
+@dataclass
+class Workload:
+    traces: list[RankTrace]
+    groups: dict[str, list[int]]
+    source: str
+
+    @property
+    def ranks(self) -> int:
+        return len(self.traces)
+
+
+def read_workload(where: str | Path, comm_groups: dict[str, list[int]] | None = None) -> Workload:
+    """ETs `<prefix>.<rank>.et` (a prefix or a directory), with the comm groups of
+    `comm_groups.json` beside them, or of an ASTRA-sim comm-group file given apart."""
+    traces, groups = load(where)
+    if comm_groups is not None:
+        groups = comm_groups
+    for name, ranks in groups.items():
+        bad = [r for r in ranks if r >= len(traces)]
+        if bad:
+            raise ConfigError(f"comm group {name!r} lists ranks {bad} but the workload has {len(traces)} ranks", name)
+    return Workload(traces, groups, str(where))
+
+
+def _compute_ps(node: EtNode, cfg: SystemConfig) -> int:
+    a = node.attrs
+    num_ops, tensor = int(a.get("num_ops", 0)), int(a.get("tensor_size", 0))
+    if cfg.roofline and not a.get("is_cpu_op", False) and num_ops > 0 and tensor > 0:
+        # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
+        perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
+        return int(num_ops / perf * 1e9) * 1000
+    # ASTRA-sim runs a zero-length compute node for 1 ns.
+    return max(int(node.duration_micros) * 1_000_000, 1000)
+
+
+def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[str, Any]:
+    """The JSON the Rust system layer reads (`WorkloadInput`)."""
+    names = ["world"] + sorted(w.groups)
+    index = {name: i for i, name in enumerate(names)}
+    group_lists = [list(range(w.ranks))] + [w.groups[n] for n in names[1:]]
+    ranks = []
+    for t in w.traces:
+        pos = {n.id: i for i, n in enumerate(t.nodes)}
+        nodes = []
+        for n in t.nodes:
+            where = f"{t.path}: node {n.id} ({n.name!r})"
+            deps = []
+            for d in list(n.data_deps) + list(n.ctrl_deps):
+                if d not in pos:
+                    raise ConfigError(f"{where}: dependency on node {d}, which is not in this trace", "data_deps")
+                deps.append(pos[d])
+            node: dict[str, Any] = {"id": n.id, "deps": sorted(set(deps))}
+            a = n.attrs
+            if n.type == "COMP_NODE":
+                node.update(kind="compute", duration_ps=_compute_ps(n, cfg))
+            elif n.type in ("MEM_LOAD_NODE", "MEM_STORE_NODE"):
+                if memory.memory_type == "NO_MEMORY_EXPANSION":
+                    raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
+                                      "NO_MEMORY_EXPANSION", "memory-type")
+                node.update(kind="memory", duration_ps=memory.access_ps(int(a.get("tensor_size", 0))))
+            elif n.type == "COMM_COLL_NODE":
+                if "comm_type" not in a:
+                    raise ConfigError(f"{where}: collective without attribute 'comm_type'", "comm_type")
+                try:
+                    kind_name = comm_type_name(int(a["comm_type"]))
+                except ValueError:
+                    kind_name = str(a["comm_type"])
+                if kind_name not in COLLECTIVES:
+                    raise ConfigError(f"{where}: comm_type {kind_name}: expected one of {', '.join(COLLECTIVES)}", "comm_type")
+                pg = str(a.get("pg_name", ""))
+                if pg in WORLD_NAMES and pg not in index:
+                    group = 0
+                elif pg in index:
+                    group = index[pg]
+                else:
+                    raise ConfigError(f"{where}: pg_name {pg!r} is not a known communicator group; known: "
+                                      f"{', '.join(sorted(w.groups)) or 'none (no comm_groups.json)'}", "pg_name")
+                size = int(a.get("comm_size", 0))
+                if size < 0:
+                    raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")
+                node.update(kind="collective", collective=COLLECTIVES[kind_name], bytes=size, group=group)
+                if "comm_split_sizes" in a:
+                    node["split_bytes"] = [int(x) for x in a["comm_split_sizes"]]
+            elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
+                field = "comm_dst" if n.type == "COMM_SEND_NODE" else "comm_src"
+                if field not in a:
+                    raise ConfigError(f"{where}: {n.type} without attribute {field!r}", field)
+                node.update(kind="send" if n.type == "COMM_SEND_NODE" else "recv", peer=int(a[field]),
+                            tag=int(a.get("comm_tag", 0)), bytes=int(a.get("comm_size", 0)))
+            elif n.type in ("METADATA_NODE", "INVALID_NODE"):
+                node.update(kind="instant")
+            else:
+                raise ConfigError(f"{where}: node type {n.type} is not one tracefabric runs", "type")
+            nodes.append(node)
+        ranks.append({"file": str(t.path), "nodes": nodes})
+    return {"ranks": ranks, "groups": group_lists, "group_names": names}

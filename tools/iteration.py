@@ -1,0 +1,145 @@
+"""Simulate training iterations: a workload (Chakra ETs) through the system layer on a
+network backend, as ASTRA-sim does, with ASTRA-sim's own input files.
+
+    >>> from tracefabric.iteration import simulate
+    >>> r = simulate("fixtures/workloads/8npus_1MB/all_reduce", "sys.json", "switch_8npus.yml",
+    ...              backend="analytical:astra-unaware")
+    >>> r.ranks.wall_ns.tolist()      # one row per rank
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _core
+from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
+                                    read_comm_groups, read_memory, read_network, read_system)
+from .collectives.workload import Workload, engine_input, read_workload
+from .errors import ConfigError, TracefabricError
+
+BACKENDS = ("analytical:astra-unaware", "analytical:astra-aware", "analytical:flow", "packet")
+
+
+class SimulationError(TracefabricError, RuntimeError):
+    """The workload cannot run to completion (deadlock, mismatched collectives, ...)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class IterationResults:
+    """Per-rank times (ASTRA-sim's statistics) and per-collective records of one run."""
+
+    backend: str
+    ranks: pd.DataFrame = field(repr=False)
+    collectives: pd.DataFrame = field(repr=False)
+    flows: int = 0
+    network_counters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def iteration_ns(self) -> float:
+        """Iteration time: when the slowest rank finished."""
+        return float(self.ranks["wall_ns"].max())
+
+    def summary_row(self) -> dict[str, Any]:
+        r = self.ranks
+        return {"backend": self.backend, "iteration_us": self.iteration_ns / 1e3,
+                "compute_us": float(r["compute_ns"].max()) / 1e3, "comm_us": float(r["comm_ns"].max()) / 1e3,
+                "exposed_comm_us": float(r["exposed_comm_ns"].max()) / 1e3, "collectives": len(self.collectives),
+                "flows": self.flows}
+
+    def to_parquet(self, folder: str | Path) -> Path:
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        self.ranks.to_parquet(out / "ranks.parquet")
+        self.collectives.to_parquet(out / "collectives.parquet")
+        return out
+
+
+def _network(network: str | Path | dict[str, Any] | AstraNetwork | PacketFabric) -> AstraNetwork | PacketFabric:
+    if isinstance(network, (AstraNetwork, PacketFabric)):
+        return network
+    if isinstance(network, dict):
+        return check_network(network)
+    return read_network(network)
+
+
+def _system(system: str | Path | dict[str, Any] | SystemConfig) -> SystemConfig:
+    if isinstance(system, SystemConfig):
+        return system
+    if isinstance(system, dict):
+        return check_system(system)
+    return read_system(system)
+
+
+def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, scheme: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+    """The Rust backend spec and the network dimensions the system layer plans with."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}; expected one of: {', '.join(BACKENDS)}", "backend")
+    if isinstance(net, AstraNetwork):
+        if backend == "packet":
+            raise ConfigError(f"{net.path}: the packet backend needs a packet-fabric network (topology: {{kind: fat_tree, k: 8}}, "
+                              "link, switch, packet), not ASTRA-sim's analytical dimensions", "network")
+        if net.npus != ranks:
+            raise ConfigError(f"{net.path}: the network has {net.npus} NPUs ({' x '.join(map(str, net.npus_count))}) "
+                              f"but the workload has {ranks} ranks", "npus_count")
+        kind = {"analytical:astra-unaware": "astra-unaware", "analytical:astra-aware": "astra-aware",
+                "analytical:flow": "flow"}[backend]
+        return {"kind": kind, "dims": net.dims()}, list(net.npus_count)
+    if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
+        raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
+                          "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
+    if ranks > net.hosts:
+        raise ConfigError(f"{net.path}: the fabric has {net.hosts} hosts but the workload has {ranks} ranks", "topology")
+    from .network_backends.packet import build_config
+    cfg = build_config(net.config["topology"], "permutation:size=1", seed=int(net.config.get("seed", 0)),
+                       link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
+                       limits=net.config.get("limits"), **scheme)
+    cfg.pop("traffic")
+    return {"kind": "flow-fabric" if backend == "analytical:flow" else "packet", "config": cfg}, [ranks]
+
+
+def simulate(
+    workload: str | Path | Workload,
+    system: str | Path | dict[str, Any] | SystemConfig,
+    network: str | Path | dict[str, Any] | AstraNetwork | PacketFabric,
+    *,
+    backend: str = "analytical:astra-unaware",
+    memory: str | Path | RemoteMemory | None = None,
+    comm_groups: str | Path | None = None,
+    **scheme: Any,
+) -> IterationResults:
+    """Run one workload. `scheme` takes the packet engine's scheme options (`scheme=` preset
+    name, `lb`, `cc`, `loss` and their `*_params`) for the packet backend."""
+    sys_cfg = _system(system)
+    net = _network(network)
+    mem = memory if isinstance(memory, RemoteMemory) else read_memory(memory)
+    groups = read_comm_groups(comm_groups) if comm_groups is not None else None
+    w = workload if isinstance(workload, Workload) else read_workload(workload, groups)
+    spec, dims = backend_spec(backend, net, w.ranks, scheme)
+    engine_system = sys_cfg.for_engine(dims, astra_blocks=backend.startswith("analytical:astra"))
+    try:
+        raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem)), json.dumps(engine_system), json.dumps(spec))
+    except _core.SystemError as e:
+        kind, message = e.args[0]
+        if kind in ("Config", "Workload"):
+            raise ConfigError(message, kind.lower()) from None
+        raise SimulationError(message, kind.lower()) from None
+    ranks = pd.DataFrame(raw["ranks"])
+    for col in ("wall", "compute", "comm", "exposed_comm", "overlap"):
+        ranks[f"{col}_ns"] = ranks.pop(f"{col}_ps") / 1000
+    ranks.insert(0, "rank", range(len(ranks)))
+    colls = pd.DataFrame(raw["collectives"])
+    names = ["world"] + sorted(w.groups)
+    colls.insert(0, "group_name", [names[g] for g in colls["group"]] if len(colls) else [])
+    for col in ("first_issue", "start", "end"):
+        colls[f"{col}_ns"] = colls.pop(f"{col}_ps") / 1000
+    colls["cct_ns"] = colls["end_ns"] - colls["start_ns"]
+    return IterationResults(backend, ranks, colls, int(raw["flows"]), dict(raw["network_counters"]))
