@@ -20,6 +20,8 @@ net = typer.Typer(help="Packet-level network runs: one scheme, or a comparison o
 app.add_typer(net, name="net")
 trace = typer.Typer(help="Chakra execution traces: capture real PyTorch runs, convert, inspect, validate, synthesize.", no_args_is_help=True)
 app.add_typer(trace, name="trace")
+astra = typer.Typer(help="ASTRA-sim interop: export a run for a real ASTRA-sim, run one, parse its output.", no_args_is_help=True)
+app.add_typer(astra, name="astra")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -314,6 +316,106 @@ def trace_validate(
     if found:
         raise typer.Exit(1)
     console.print(f"{len(traces)} ranks valid: schema {traces[0].meta.get('version')}, acyclic, collectives match across every group")
+
+
+Backend = Annotated[str, typer.Option(help="analytical:astra-unaware | analytical:astra-aware | analytical:flow | packet")]
+
+
+@app.command("run")
+def run_iteration(
+    workload: Annotated[Path, typer.Option(help="ET prefix (dir/name for dir/name.<rank>.et) or a directory of ETs.")],
+    system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
+    network: Annotated[Path, typer.Option(help="ASTRA-sim analytical network YAML, or a packet-fabric YAML (topology: {kind: fat_tree, k: 8}, link, switch, packet).")],
+    backend: Backend = "analytical:astra-unaware",
+    memory: Annotated[Optional[Path], typer.Option(help="ASTRA-sim remote memory JSON (default NO_MEMORY_EXPANSION).")] = None,
+    comm_groups: Annotated[Optional[Path], typer.Option(help="ASTRA-sim comm-group JSON (default: comm_groups.json beside the ETs).")] = None,
+    scheme: Annotated[Optional[str], typer.Option(help="Packet backend: scheme preset (LB + CC + loss).")] = None,
+    lb: Annotated[Optional[str], typer.Option(help="Packet backend: load balancer.")] = None,
+    cc: Annotated[Optional[str], typer.Option(help="Packet backend: congestion control.")] = None,
+    loss: Annotated[Optional[str], typer.Option(help="Packet backend: loss recovery.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Write ranks.parquet and collectives.parquet here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print per-rank results as JSON.")] = False,
+) -> None:
+    """Simulate one iteration of a workload: per-rank wall, compute, comm, exposed comm; per-collective CCT."""
+    from .iteration import simulate
+
+    with err_console.status(f"simulating on {backend}"):
+        r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
+                     scheme=scheme, lb=lb, cc=cc, loss=loss)
+    if out:
+        r.to_parquet(out)
+    if as_json:
+        print(json.dumps({"summary": r.summary_row(), "ranks": r.ranks.to_dict(orient="records")}, indent=2))
+        return
+    t = Table(title=f"{workload} on {backend}: iteration {r.iteration_ns / 1e3:.3f} us")
+    for col in ("rank", "wall (ns)", "compute (ns)", "comm (ns)", "exposed comm (ns)", "overlap (ns)"):
+        t.add_column(col, justify="right")
+    rows = r.ranks.itertuples()
+    for row in list(rows)[:16]:
+        t.add_row(str(row.rank), f"{row.wall_ns:,.0f}", f"{row.compute_ns:,.0f}", f"{row.comm_ns:,.0f}", f"{row.exposed_comm_ns:,.0f}", f"{row.overlap_ns:,.0f}")
+    if len(r.ranks) > 16:
+        t.add_row("...", "", "", "", "", "")
+    console.print(t)
+    c = Table(title=f"{len(r.collectives)} collectives ({r.flows:,} flows)")
+    for col in ("group", "kind", "bytes", "algorithm", "chunks", "start (ns)", "CCT (ns)"):
+        c.add_column(col, justify="right")
+    for row in r.collectives.head(20).itertuples():
+        c.add_row(row.group_name, row.kind, f"{row.bytes:,}", row.algorithm, str(row.chunks), f"{row.start_ns:,.0f}", f"{row.cct_ns:,.0f}")
+    console.print(c)
+
+
+@astra.command("export")
+def astra_export(
+    workload: Annotated[Path, typer.Option(help="ET prefix or directory.")],
+    system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
+    network: Annotated[Path, typer.Option(help="ASTRA-sim analytical network YAML.")],
+    out: Annotated[Path, typer.Option(help="Directory to write.")],
+    memory: Annotated[Optional[Path], typer.Option(help="Remote memory JSON (default NO_MEMORY_EXPANSION).")] = None,
+    comm_groups: Annotated[Optional[Path], typer.Option(help="Comm-group JSON (default: comm_groups.json beside the ETs).")] = None,
+) -> None:
+    """Write a directory a real ASTRA-sim 2.x analytical binary runs as is (ETs, configs, run.sh)."""
+    from .astra_configs.formats import AstraNetwork, read_comm_groups, read_memory, read_network, read_system
+    from .collectives.workload import read_workload
+    from .network_backends.astra_sim import export
+
+    net = read_network(network)
+    if not isinstance(net, AstraNetwork):
+        raise TracefabricError(f"{network}: ASTRA-sim's analytical backends need topology/npus_count/bandwidth/latency lists, not a packet fabric")
+    w = read_workload(workload, read_comm_groups(comm_groups) if comm_groups else None)
+    files = export(w, read_system(system), net, read_memory(memory), out)
+    console.print(f"wrote {w.ranks} ETs and configs to {out}; run it with: {files['run']} PATH/TO/AstraSim_Analytical_Congestion_Unaware")
+
+
+@astra.command("run")
+def astra_run(
+    export_dir: Annotated[Path, typer.Argument(help="A directory written by `tracefabric astra export`.")],
+    binary: Annotated[Optional[Path], typer.Option(help="ASTRA-sim analytical binary (AstraSim_Analytical_Congestion_Unaware or _Aware).")] = None,
+) -> None:
+    """Run a real ASTRA-sim on an export and print its per-rank results."""
+    from .network_backends.astra_sim import run
+
+    with err_console.status("running ASTRA-sim"):
+        df = run(binary, export_dir)
+    _print_astra(df, f"ASTRA-sim ({binary})")
+
+
+@astra.command("parse")
+def astra_parse(output: Annotated[Path, typer.Argument(help="A file holding what ASTRA-sim printed.")]) -> None:
+    """Parse ASTRA-sim's printed results (sys[r] finished, ... cycles) into a table."""
+    from .network_backends.astra_sim import parse_output
+
+    if not output.is_file():
+        raise TracefabricError(f"{output}: file not found")
+    _print_astra(parse_output(output.read_text(), str(output)), str(output))
+
+
+def _print_astra(df, title: str) -> None:
+    t = Table(title=title)
+    for col in df.columns:
+        t.add_column(col, justify="right")
+    for row in df.itertuples(index=False):
+        t.add_row(*(f"{v:,.0f}" if isinstance(v, float) else str(v) for v in row))
+    console.print(t)
 
 
 def _parse_params(items: list[str]) -> dict[str, dict]:

@@ -1,0 +1,171 @@
+"""The ASTRA-sim adapter: write a tracefabric run as a directory a real ASTRA-sim 2.x
+analytical binary runs as is, run such a binary, and parse what it prints.
+
+Exported ETs carry exactly the attribute types ASTRA-sim's (strict) Chakra feeder
+expects (comm_src/dst/tag as int32, tensor_size as uint64, ...), and communicator
+groups get the positive integer ids ASTRA-sim's comm-group JSON needs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..astra_configs.formats import AstraNetwork, RemoteMemory, SystemConfig, write_network, write_system
+from ..collectives.workload import Workload
+from ..errors import ConfigError, TracefabricError
+from ..traces.chakra_io import _framed, read_pb_trace
+from chakra.schema.protobuf import et_def_pb2 as pb
+
+HOW_TO_GET_ASTRA_SIM = (
+    "ASTRA-sim is not bundled with tracefabric. To build its analytical binaries:\n"
+    "  git clone --recurse-submodules https://github.com/astra-sim/astra-sim.git\n"
+    "  cd astra-sim && ./build/astra_analytical/build.sh\n"
+    "then pass --binary astra-sim/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware "
+    "(or ..._Congestion_Aware)."
+)
+
+# Attribute -> the protobuf field ASTRA-sim's feeder reads it from.
+ASTRA_ATTR_FIELDS = {"is_cpu_op": "bool_val", "num_ops": "int64_val", "comm_type": "int64_val", "comm_size": "int64_val",
+                     "tensor_size": "uint64_val", "comm_src": "int32_val", "comm_dst": "int32_val", "comm_tag": "int32_val",
+                     "comm_priority": "int32_val", "pg_name": "string_val", "tensor_loc": "uint32_val"}
+
+
+class AstraSimError(TracefabricError, RuntimeError):
+    """A real ASTRA-sim binary failed or printed something tracefabric cannot read."""
+
+
+def _scalar(a: pb.AttributeProto) -> Any:
+    kind = a.WhichOneof("value")
+    return None if kind is None or kind.endswith("_list") else getattr(a, kind)
+
+
+def _astra_node(m: pb.Node, group_ids: dict[str, str], path: Path) -> pb.Node:
+    out = pb.Node()
+    out.CopyFrom(m)
+    del out.attr[:]
+    for a in m.attr:
+        field = ASTRA_ATTR_FIELDS.get(a.name)
+        if field is None:
+            out.attr.append(a)
+            continue
+        value = _scalar(a)
+        if a.name == "pg_name":
+            value = group_ids.get(str(value), "")
+            if not value:
+                continue  # the world group: ASTRA-sim's default
+        if value is None:
+            raise ConfigError(f"{path}: node {m.id}: attribute {a.name!r} is a list, expected one value", a.name)
+        b = pb.AttributeProto(name=a.name)
+        setattr(b, field, type(getattr(b, field))(value))
+        out.attr.append(b)
+    return out
+
+
+def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memory: RemoteMemory,
+           out: str | Path, prefix: str = "workload") -> dict[str, Path]:
+    """Write ETs, system JSON, network YAML, memory JSON, comm-group JSON and run.sh."""
+    out = Path(out)
+    (out / "workload").mkdir(parents=True, exist_ok=True)
+    if network.npus != workload.ranks:
+        raise ConfigError(f"{network.path}: the network has {network.npus} NPUs but the workload has {workload.ranks} ranks", "npus_count")
+    # ASTRA-sim: group ids are positive integers; a group equal to the world is its default.
+    world = list(range(workload.ranks))
+    group_ids: dict[str, str] = {}
+    astra_groups: dict[str, list[int]] = {}
+    for name in sorted(workload.groups):
+        if workload.groups[name] == world:
+            continue
+        group_ids[name] = str(len(astra_groups) + 1)
+        astra_groups[group_ids[name]] = workload.groups[name]
+    for t in workload.traces:
+        meta, nodes = read_pb_trace(t.path)
+        if not meta.version:
+            meta.version = "0.0.4"
+        data = _framed(meta) + b"".join(_framed(_astra_node(m, group_ids, t.path)) for m in nodes)
+        (out / "workload" / f"{prefix}.{t.rank}.et").write_bytes(data)
+    files = {"system": out / "system.json", "network": out / "network.yml", "memory": out / "memory.json",
+             "comm_groups": out / "comm_groups.json", "run": out / "run.sh"}
+    write_system(system, files["system"])
+    write_network(network, files["network"])
+    files["memory"].write_text(json.dumps(memory.raw, indent=4) + "\n")
+    files["comm_groups"].write_text(json.dumps(astra_groups, indent=4) + "\n")
+    (out / "workload" / "comm_groups.json").write_text(json.dumps(astra_groups) + "\n")
+    files["run"].write_text(
+        "#!/bin/sh\n# Run this export with a real ASTRA-sim 2.x analytical binary:\n"
+        "#   ./run.sh path/to/AstraSim_Analytical_Congestion_Unaware\n"
+        'set -e\ncd "$(dirname "$0")"\n"${1:?usage: ./run.sh ASTRA_SIM_BINARY}" '
+        + " ".join(shlex.quote(a) for a in command_args(prefix)) + "\n"
+    )
+    files["run"].chmod(0o755)
+    files["workload"] = out / "workload" / prefix
+    return files
+
+
+def command_args(prefix: str = "workload") -> list[str]:
+    """ASTRA-sim's flags for an export directory (paths relative to it)."""
+    return [f"--workload-configuration=workload/{prefix}", "--system-configuration=system.json",
+            "--remote-memory-configuration=memory.json", "--network-configuration=network.yml",
+            "--comm-group-configuration=comm_groups.json"]
+
+
+_PREFIX = re.compile(r"^(?:\[[^\]]*\] \[[^\]]*\] \[\w+\] )?")
+_FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles(?:, exposed communication (\d+) cycles)?")
+_STAT = re.compile(r"sys\[(\d+)\], ([A-Za-z -]+?)(?: time)?: (\d+(?:\.\d+)?)\s*$")
+
+
+def parse_output(text: str, source: str = "ASTRA-sim output") -> pd.DataFrame:
+    """Per-rank results from what ASTRA-sim printed: `sys[r] finished, T cycles, exposed
+    communication E cycles` and the statistics lines (Wall/Comm/GPU/CPU time, overlap).
+    Times in ns (1 cycle = 1 ns)."""
+    rows: dict[int, dict[str, Any]] = {}
+    for line in text.splitlines():
+        msg = _PREFIX.sub("", line.strip(), count=1)
+        m = _FINISHED.search(msg)
+        if m:
+            row = rows.setdefault(int(m.group(1)), {"rank": int(m.group(1))})
+            row["finished_ns"] = int(m.group(2))
+            if m.group(3) is not None:
+                row["exposed_comm_ns"] = int(m.group(3))
+            continue
+        m = _STAT.search(msg)
+        if m:
+            key = m.group(2).strip().lower().replace(" ", "_").replace("-", "_")
+            key = {"total_compute_communication_overlap": "overlap"}.get(key, key)
+            rows.setdefault(int(m.group(1)), {"rank": int(m.group(1))})[f"{key}_ns"] = float(m.group(3))
+    if not rows:
+        raise AstraSimError(f"{source}: no `sys[r] finished, T cycles` lines found")
+    missing = sorted(set(range(max(rows) + 1)) - set(rows))
+    if missing:
+        raise AstraSimError(f"{source}: ranks {missing} never reported `finished`")
+    df = pd.DataFrame([rows[r] for r in sorted(rows)])
+    if "finished_ns" not in df or df["finished_ns"].isna().any():
+        bad = df.loc[df.get("finished_ns", pd.Series([None] * len(df))).isna(), "rank"].tolist()
+        raise AstraSimError(f"{source}: ranks {bad} have statistics but no `finished` line")
+    return df
+
+
+def run(binary: str | Path | None, export_dir: str | Path, timeout_s: float = 3600) -> pd.DataFrame:
+    """Run a real ASTRA-sim binary on an export directory and parse its output."""
+    if binary is None:
+        raise AstraSimError(HOW_TO_GET_ASTRA_SIM)
+    path = Path(binary)
+    exe = shutil.which(str(binary)) if not path.exists() else str(path.resolve())
+    if exe is None:
+        raise AstraSimError(f"{binary}: no such ASTRA-sim binary.\n{HOW_TO_GET_ASTRA_SIM}")
+    export_dir = Path(export_dir)
+    if not (export_dir / "system.json").is_file():
+        raise AstraSimError(f"{export_dir}: not an export directory (no system.json); run `tracefabric astra export` first")
+    proc = subprocess.run([exe, *command_args()], cwd=export_dir, capture_output=True, text=True, timeout=timeout_s)
+    (export_dir / "astra_stdout.txt").write_text(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-10:])
+        raise AstraSimError(f"{binary} exited with status {proc.returncode}:\n{tail}")
+    return parse_output(proc.stdout, f"{binary} (stdout saved to {export_dir / 'astra_stdout.txt'})")
