@@ -74,7 +74,7 @@ def canonical_algorithm(name: str, where: str) -> str:
     base = re.sub(r"^(oneDirect|direct)\d+$", r"\1", name)
     base = ASTRA_ALGORITHM_NAMES.get(base, base)
     if base not in ALGORITHMS:
-        raise ConfigError(f"{where}: unknown collective algorithm {name!r}; expected one of "
+        raise ConfigError(f"{where}: unknown collective algorithm {name!r}; expected one of: "
                           f"{', '.join(ALGORITHMS)} (or ASTRA-sim's {', '.join(ASTRA_ALGORITHM_NAMES)})", where)
     return base
 

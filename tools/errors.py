@@ -70,3 +70,20 @@ def from_engine(err: Exception) -> TracefabricError:
     if variant == "DidNotFinish":
         return SimulationDidNotFinish(message, int(f["unfinished"]), int(f["total"]))
     return ConfigError(message, field=f.get("field", ""))
+
+
+class SimulationError(TracefabricError, RuntimeError):
+    """A workload cannot run to completion (deadlock) or its network backend failed."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def from_system(err: Exception) -> TracefabricError:
+    """Map the system layer's SystemError(variant, message) to its Python class: bad
+    workloads and configs are ConfigErrors, deadlocks and backend failures SimulationErrors."""
+    variant, message = err.args[0], err.args[1]
+    if variant in ("Config", "Workload"):
+        return ConfigError(message, variant.lower())
+    return SimulationError(message, variant.lower())

@@ -20,17 +20,9 @@ from . import _core
 from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
                                     read_comm_groups, read_memory, read_network, read_system)
 from .collectives.workload import Workload, engine_input, read_workload
-from .errors import ConfigError, TracefabricError
+from .errors import ConfigError, SimulationError, from_system  # noqa: F401 (SimulationError: re-exported)
 
 BACKENDS = ("analytical:astra-unaware", "analytical:astra-aware", "analytical:flow", "packet")
-
-
-class SimulationError(TracefabricError, RuntimeError):
-    """The workload cannot run to completion (deadlock, mismatched collectives, ...)."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 @dataclass
@@ -128,10 +120,7 @@ def simulate(
     try:
         raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem)), json.dumps(engine_system), json.dumps(spec))
     except _core.SystemError as e:
-        kind, message = e.args[0]
-        if kind in ("Config", "Workload"):
-            raise ConfigError(message, kind.lower()) from None
-        raise SimulationError(message, kind.lower()) from None
+        raise from_system(e) from None
     ranks = pd.DataFrame(raw["ranks"])
     for col in ("wall", "compute", "comm", "exposed_comm", "overlap"):
         ranks[f"{col}_ns"] = ranks.pop(f"{col}_ps") / 1000

@@ -269,7 +269,7 @@ fn match_collectives(w: &WorkloadInput, link: &mut [Vec<u32>]) -> SystemResult<V
             .map(|&r| seqs.get(&(g, r)).map_or(&[][..], |v| v.as_slice()))
             .collect();
         let longest = (0..members.len())
-            .max_by_key(|&p| lists[p].len())
+            .min_by_key(|&p| std::cmp::Reverse(lists[p].len()))
             .unwrap_or(0);
         for p in 0..members.len() {
             if lists[p].len() != lists[longest].len() {

@@ -1,0 +1,402 @@
+"""Workload and system layers: ETs -> collectives -> flows -> iteration time, on every
+backend, against ASTRA-sim's printed results, closed forms and the packet engine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tracefabric import _core
+from tracefabric.astra_configs.formats import read_network, read_system
+from tracefabric.collectives.microbenchmark import write_microbenchmark
+from tracefabric.collectives.workload import engine_input, read_workload
+from tracefabric.astra_configs.formats import RemoteMemory
+from tracefabric.errors import ConfigError
+from tracefabric.iteration import SimulationError, simulate
+from tracefabric.network_backends import astra_sim
+from tracefabric.network_backends.packet import simulate as packet_simulate
+from tracefabric.traces.chakra_io import COMM_TYPES, EtNode, write_trace
+
+# ASTRA-sim 2.x (fixtures README): 1 MiB ring all-reduce on a 50 GB/s, 500 ns switch.
+ASTRA_REFERENCE = {  # (NPUs, splits): (congestion-unaware ns, congestion-aware ns)
+    (8, 4): (92_440, 126_600),
+    (64, 4): (548_896, 587_200),
+    (8, 1): (50_025, 84_199),
+    (64, 1): (167_590, 206_020),
+}
+
+BARE_SYSTEM = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,
+               "endpoint-delay": 0, "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+               "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+GB = 2**30 / 1e9  # ASTRA-sim's "GB/s" in bytes per ns
+
+
+def fixture_paths(shared: Path, npus: int, splits: int) -> dict:
+    f = shared / "fixtures" / "astra-sim"
+    return {"workload": f / "workloads" / f"{npus}npus_1MB" / "all_reduce",
+            "system": f / "configs" / ("sys_ring_4chunks.json" if splits == 4 else "sys_ring_1chunk.json"),
+            "network": f / "configs" / f"switch_{npus}npus.yml", "memory": f / "configs" / "no_memory_expansion.json"}
+
+
+@pytest.mark.parametrize("npus,splits", sorted(ASTRA_REFERENCE))
+@pytest.mark.parametrize("mode", ["astra-unaware", "astra-aware"])
+def test_reproduces_astra_sim_analytical_backends(shared, npus, splits, mode):
+    expected = ASTRA_REFERENCE[(npus, splits)][mode == "astra-aware"]
+    p = fixture_paths(shared, npus, splits)
+    r = simulate(p["workload"], p["system"], p["network"], memory=p["memory"], backend=f"analytical:{mode}")
+    assert len(r.ranks) == npus
+    walls = set(r.ranks["wall_ns"])
+    assert len(walls) == 1
+    (wall,) = walls
+    assert abs(wall - expected) <= 0.01 * expected
+    assert wall == expected  # in fact to the ns
+    # ASTRA-sim's model, independently: per chunk E + 2(n-1)(D + E) + (n-1) x 3 floor(msg / 1600).
+    msg = (2**20 // splits) // npus
+    d = int(2 * 500 + msg / (50 * GB)) if mode == "astra-unaware" else 2 * int(500 + msg / (50 * GB))
+    assert wall == splits * (10 + 2 * (npus - 1) * (d + 10) + (npus - 1) * 3 * (msg // 1600))
+    assert r.collectives["chunks"].tolist() == [splits]
+    assert r.flows == splits * 2 * (npus - 1) * npus
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_flow_mode_ring_all_reduce_is_bandwidth_term_plus_latency(tmp_path, n):
+    size = n * 2**24  # blocks of 2^24 B take a whole number of ps at 50 GB/s
+    wl = write_microbenchmark(tmp_path, n, "all_reduce", size)
+    net = {"topology": ["Switch"], "npus_count": [n], "bandwidth": [50], "latency": [500]}
+    r = simulate(wl, BARE_SYSTEM, net, backend="analytical:flow")
+    bandwidth_ns = 2 * (n - 1) / n * size / (50 * GB)
+    latency_ns = 2 * (n - 1) * 2 * 500  # every step crosses two links, cut-through
+    assert r.ranks["wall_ns"].tolist() == [pytest.approx(bandwidth_ns + latency_ns, abs=1e-3)] * n
+
+
+def test_flow_mode_direct_all_to_all_meets_the_host_nic_bound(tmp_path):
+    hosts, per_peer, rate = 16, 64 * 4096, 50.0  # fat tree k=4, 400 Gbps = 50 B/ns; 64 full packets per pair
+    wl = write_microbenchmark(tmp_path, hosts, "all_to_all", hosts * per_peer)
+    fabric = {"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 400, "latency_ns": 500}}
+    r = simulate(wl, BARE_SYSTEM, fabric, backend="analytical:flow")
+    # The bound: a NIC serializes every data frame it sends and every ACK it returns
+    # (4096 B payload + 62 B header + 20 B gap; 64 B ACK + 20 B gap), then the last frame
+    # crosses the longest (inter-pod, 6-link) path store-and-forward and its ACK comes back.
+    nic = (hosts - 1) * per_peer * (4096 + 62 + 20 + 64 + 20) / 4096 / rate
+    tail = 6 * 500 + 5 * (4096 + 62) / rate + 6 * 500 + 6 * 64 / rate
+    assert r.iteration_ns == pytest.approx(nic + tail, abs=0.01)
+    # Bracketed by the packet engine: above its (shortest-path) bound, below its best run.
+    packet = packet_simulate(topology="fat-tree:k=4", traffic=f"all-to-all:size={per_peer}", lb="host_spray",
+                             link={"rate_gbps": 400, "latency_ns": 500})
+    assert packet.summary["lower_bound_ps"] / 1000 < r.iteration_ns < packet.cct_us * 1000
+
+
+def test_packet_backend_matches_flow_mode_on_an_uncongested_ring(tmp_path):
+    # 2 leaves x 4 hosts: ring neighbours share a leaf except 3->4 and 7->0, one spine path each way.
+    wl = write_microbenchmark(tmp_path, 8, "all_reduce", 8 * 2**20)
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 4}, "link": {"rate_gbps": 400, "latency_ns": 500}}
+    flow = simulate(wl, BARE_SYSTEM, fabric, backend="analytical:flow")
+    packet = simulate(wl, BARE_SYSTEM, fabric, backend="packet", scheme="ecmp")
+    assert packet.flows == flow.flows == 2 * 7 * 8
+    assert packet.network_counters["data_packets_dropped"] == 0
+    assert abs(packet.iteration_ns / flow.iteration_ns - 1) < 0.02
+    # Both above the pure bandwidth term at 400 Gbps.
+    assert flow.iteration_ns > 2 * 7 / 8 * 8 * 2**20 / 50
+
+
+def flows_of(algorithm, kind, n, size):
+    return [dict(zip(("src", "dst", "bytes", "reduce", "after"), f)) for f in _core.collective_flows(algorithm, kind, n, size)]
+
+
+def test_recursive_doubling_flows_follow_the_definition():
+    n, s = 8, 1 << 20
+    ar = flows_of("recursive_doubling", "all_reduce", n, s)
+    assert len(ar) == n * 3 and all(f["bytes"] == s for f in ar)
+    for k in range(3):
+        step = ar[k * n:(k + 1) * n]
+        assert [(f["src"], f["dst"]) for f in step] == [(p, p ^ (1 << k)) for p in range(n)]
+        for f in step:  # waits for what its previous partner sent it
+            assert [(ar[a]["src"], ar[a]["dst"]) for a in f["after"]] == ([] if k == 0 else [(f["src"] ^ (1 << (k - 1)), f["src"])])
+    ag = flows_of("recursive_doubling", "all_gather", n, s)
+    assert [f["bytes"] for f in ag[::n]] == [s // 8, s // 4, s // 2]
+    rs = flows_of("recursive_doubling", "reduce_scatter", n, s)
+    assert [f["bytes"] for f in rs[::n]] == [s // 2, s // 4, s // 8] and all(f["reduce"] for f in rs)
+    hd = flows_of("halving_doubling", "all_reduce", n, s)
+    assert [f["bytes"] for f in hd[::n]] == [s // 2, s // 4, s // 8, s // 8, s // 4, s // 2]
+    assert [hd[k * n]["dst"] for k in range(6)] == [4, 2, 1, 1, 2, 4]  # partner of rank 0
+    with pytest.raises(_core.SystemError, match="power-of-two group size, got 6 ranks"):
+        _core.collective_flows("recursive_doubling", "all_reduce", 6, 1024)
+
+
+@pytest.mark.parametrize("n", [2, 5, 8, 16, 24])
+def test_double_binary_tree_flows_follow_the_definition(n):
+    s = 1 << 20
+    flows = flows_of("double_binary_tree", "all_reduce", n, s)
+    assert len(flows) == 4 * (n - 1)
+    assert sum(f["bytes"] for f in flows) == 2 * (n - 1) * s  # each tree moves S/2 up and S/2 down
+    per_tree = [flows[: 2 * (n - 1)], flows[2 * (n - 1):]]
+    for tree in per_tree:
+        up, down = tree[: n - 1], tree[n - 1:]
+        assert all(f["reduce"] for f in up) and not any(f["reduce"] for f in down)
+        parent = {f["src"]: f["dst"] for f in up}
+        assert len(parent) == n - 1  # every rank but the root sends up exactly once
+        (root,) = set(range(n)) - set(parent)
+        for r in range(n):  # following parents reaches the root: a spanning tree
+            seen = set()
+            while r != root:
+                assert r not in seen
+                seen.add(r)
+                r = parent[r]
+        assert sorted((f["dst"], f["src"]) for f in down) == sorted(parent.items())
+        for f in up:  # a node sends up only after all its children arrived
+            children = {c for c, p in parent.items() if p == f["src"]}
+            assert {tree[a - (0 if tree is per_tree[0] else 2 * (n - 1))]["src"] for a in f["after"]} == children
+    if n % 2 == 0:  # NCCL's property: no rank is an inner node of both trees
+        inner = [{f["dst"] for f in t[: n - 1]} for t in per_tree]
+        assert not (inner[0] & inner[1])
+
+
+def test_ring_and_direct_flow_counts():
+    n, s = 8, 8 * 1000 + 3  # uneven: every byte is still carried
+    ring = flows_of("ring", "all_reduce", n, s)
+    assert len(ring) == 2 * (n - 1) * n
+    assert sum(f["bytes"] for f in ring[: (n - 1) * n]) == (n - 1) * s
+    direct = flows_of("direct", "all_reduce", n, s)
+    assert len(direct) == 2 * n * (n - 1)
+    assert all(len(f["after"]) == n - 1 for f in direct[n * (n - 1):])
+
+
+# ---- a hand-built workload: compute, groups, point-to-point ----------------------
+
+def _coll(i, kind, size, deps=(), pg=None):
+    attrs = {"is_cpu_op": False, "comm_type": COMM_TYPES[kind], "comm_size": size}
+    if pg is not None:
+        attrs["pg_name"] = pg
+    return EtNode(i, f"{kind.lower()}{i}", "COMM_COLL_NODE", data_deps=list(deps), attrs=attrs)
+
+
+def _comp(i, micros, deps=()):
+    return EtNode(i, f"comp{i}", "COMP_NODE", data_deps=list(deps), duration_micros=micros)
+
+
+def small_workload(folder: Path) -> Path:
+    """4 ranks: compute 10 us, then an all-reduce inside each pair ("1": 0,1; "2": 2,3) overlapped
+    with 20 us more compute, then a world all-gather; rank 0 sends 1 MB to rank 2 at the end."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for r in range(4):
+        nodes = [_comp(0, 10), _coll(1, "ALL_REDUCE", 1 << 20, [0], pg="1" if r < 2 else "2"), _comp(2, 20, [0]),
+                 _coll(3, "ALL_GATHER", 1 << 16, [1, 2])]
+        if r == 0:
+            nodes.append(EtNode(4, "send", "COMM_SEND_NODE", data_deps=[3], attrs={"comm_dst": 2, "comm_size": 10**6, "comm_tag": 7}))
+        if r == 2:
+            nodes.append(EtNode(4, "recv", "COMM_RECV_NODE", data_deps=[3], attrs={"comm_src": 0, "comm_size": 10**6, "comm_tag": 7}))
+        write_trace(folder / f"w.{r}.et", nodes)
+    (folder / "comm_groups.json").write_text(json.dumps({"1": [0, 1], "2": [2, 3]}))
+    return folder / "w"
+
+
+def test_workload_layer_overlaps_communication_with_compute(tmp_path):
+    wl = small_workload(tmp_path / "w")
+    net = {"topology": ["Switch"], "npus_count": [4], "bandwidth": [100], "latency": [1000]}
+    r = simulate(wl, BARE_SYSTEM, net, backend="analytical:astra-unaware")
+    d = lambda b: int(2 * 1000 + b / (100 * GB))  # noqa: E731 (ASTRA-sim's message time, ns)
+    pair_ar = 2 * d(2**20 // 2)  # ring on 2 ranks: one RS and one AG step of S/2
+    ag = 3 * d(2**16 // 4)
+    compute_end = 10_000 + 20_000  # the pair all-reduce (~ 2 x 7.2 us) hides behind 20 us of compute
+    assert pair_ar < 20_000
+    expected = compute_end + ag
+    walls = r.ranks["wall_ns"].tolist()
+    assert walls[1] == walls[3] == expected
+    assert walls[0] == walls[2] == expected + d(10**6)
+    assert r.ranks["compute_ns"].tolist() == [30_000] * 4
+    assert r.ranks.loc[1, "exposed_comm_ns"] == expected - 30_000
+    assert r.ranks.loc[1, "comm_ns"] == pair_ar + ag
+    assert r.ranks.loc[1, "overlap_ns"] == pair_ar
+    assert list(r.collectives["group_name"]) == ["world", "1", "2"]
+    assert r.collectives.set_index("group_name").loc["1", "cct_ns"] == pair_ar
+
+
+def test_export_decodes_with_chakra_and_reimports_identically(tmp_path, shared):
+    wl = small_workload(tmp_path / "w")
+    net = read_network(fixture_paths(shared, 8, 1)["network"])
+    net.npus_count = [4]
+    system = read_system(fixture_paths(shared, 8, 4)["system"])
+    w = read_workload(wl)
+    files = astra_sim.export(w, system, net, RemoteMemory(), tmp_path / "exp")
+    # Chakra's own jsonizer reads every exported ET; attribute types are ASTRA-sim's.
+    for r in range(4):
+        out = tmp_path / f"j{r}.json"
+        subprocess.run(["chakra_jsonizer", "--input_filename", str(files["workload"]) + f".{r}.et", "--output_filename", str(out)],
+                       check=True, capture_output=True)
+        text = out.read_text()
+        assert "comm_size" in text and "int64Val" in text
+        if r in (0, 2):
+            assert "int32Val" in text  # comm_src / comm_dst / comm_tag
+    groups = json.loads(files["comm_groups"].read_text())
+    assert sorted(groups.values()) == [[0, 1], [2, 3]]
+    again = read_workload(files["workload"])
+    strip = lambda d: {**d, "ranks": [n["nodes"] for n in d["ranks"]], "group_names": None}  # noqa: E731
+    assert strip(engine_input(again, system, RemoteMemory())) == strip(engine_input(w, system, RemoteMemory()))
+    a = simulate(wl, files["system"], files["network"], backend="analytical:astra-aware")
+    b = simulate(files["workload"], files["system"], files["network"], backend="analytical:astra-aware")
+    assert a.ranks["wall_ns"].tolist() == b.ranks["wall_ns"].tolist()
+    assert "--workload-configuration=workload/workload" in files["run"].read_text()
+
+
+def test_output_parser_reads_astra_sim_stdout(shared):
+    text = (shared / "fixtures" / "astra-sim" / "stdout_all_reduce_8npus_1MB_unaware.txt").read_text()
+    df = astra_sim.parse_output(text)
+    assert df["rank"].tolist() == list(range(8))
+    assert df["finished_ns"].tolist() == [92_440] * 8
+    assert df["wall_ns"].tolist() == [92_440] * 8
+    assert df["comm_ns"].tolist() == [92_440] * 8
+    assert df["exposed_comm_ns"].tolist() == [92_440] * 8
+
+
+def test_astra_run_without_a_binary_says_how_to_get_one(tmp_path):
+    with pytest.raises(astra_sim.AstraSimError, match="git clone --recurse-submodules"):
+        astra_sim.run(None, tmp_path)
+    with pytest.raises(astra_sim.AstraSimError, match="no such ASTRA-sim binary"):
+        astra_sim.run(tmp_path / "nope", tmp_path)
+
+
+def test_astra_run_passes_the_export_and_parses_what_the_binary_prints(tmp_path, shared):
+    p = fixture_paths(shared, 8, 4)
+    w = read_workload(p["workload"])
+    exp = tmp_path / "exp"
+    astra_sim.export(w, read_system(p["system"]), read_network(p["network"]), RemoteMemory(), exp)
+    stdout = shared / "fixtures" / "astra-sim" / "stdout_all_reduce_8npus_1MB_unaware.txt"
+    # A stand-in binary: checks the flags ASTRA-sim takes, then prints ASTRA-sim's real output.
+    stub = tmp_path / "AstraSim_Analytical_Congestion_Unaware"
+    stub.write_text(f"#!{sys.executable}\nimport sys, pathlib\n"
+                    "args = dict(a.split('=', 1) for a in sys.argv[1:])\n"
+                    "assert pathlib.Path(args['--workload-configuration'] + '.7.et').is_file(), args\n"
+                    "assert pathlib.Path(args['--network-configuration']).is_file()\n"
+                    f"print(open({str(stdout)!r}).read())\n")
+    stub.chmod(0o755)
+    df = astra_sim.run(stub, exp)
+    ours = simulate(p["workload"], p["system"], p["network"], backend="analytical:astra-unaware")
+    assert df["finished_ns"].tolist() == ours.ranks["wall_ns"].tolist() == [92_440] * 8
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'sys[0] finished'\nexit 3\n")
+    broken.chmod(0o755)
+    with pytest.raises(astra_sim.AstraSimError, match="exited with status 3"):
+        astra_sim.run(broken, exp)
+
+
+# ---- bad input: every case names the file, the node or key, and what was expected -----
+
+NET4 = {"topology": ["Switch"], "npus_count": [4], "bandwidth": [100], "latency": [1000]}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"preferred-data-splits": 4}, r"unknown key 'preferred-data-splits'; expected one of: scheduling-policy"),
+    ({"preferred-dataset-splits": "4"}, r"key 'preferred-dataset-splits' = '4': expected int"),
+    ({"scheduling-policy": "EXPLICIT"}, r"expected LIFO or FIFO"),
+    ({"all-reduce-implementation": ["ringy"]}, r"all-reduce-implementation: unknown collective algorithm 'ringy'; expected one of: ring, direct"),
+    ({"all-reduce-implementation-custom": ["x"]}, r"custom collective ETs .* are not supported"),
+    ({"model-shared-bus": 1}, r"LogGP shared bus is not modelled"),
+])
+def test_bad_system_config(tmp_path, change, message):
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    with pytest.raises(ConfigError, match=message):
+        simulate(wl, {**BARE_SYSTEM, **change}, NET4)
+
+
+def test_missing_required_system_key_and_files(tmp_path):
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    cfg = dict(BARE_SYSTEM)
+    del cfg["collective-optimization"]
+    with pytest.raises(ConfigError, match="missing required key 'collective-optimization'"):
+        simulate(wl, cfg, NET4)
+    with pytest.raises(ConfigError, match=r"nope\.json: system file not found"):
+        simulate(wl, tmp_path / "nope.json", NET4)
+    with pytest.raises(ConfigError, match=r"missing\.yml: network file not found"):
+        simulate(wl, BARE_SYSTEM, tmp_path / "missing.yml")
+    with pytest.raises(ConfigError, match=r"no Chakra ETs named <prefix>.<rank>.et"):
+        simulate(tmp_path / "absent", BARE_SYSTEM, NET4)
+
+
+@pytest.mark.parametrize("net,message", [
+    ({**NET4, "latency_ns": [1]}, r"unknown key 'latency_ns'; expected one of: topology, npus_count, bandwidth, latency"),
+    ({**NET4, "bandwidth": [100, 50]}, r"key 'bandwidth' has 2 entries but 'topology' has 1 dimensions"),
+    ({**NET4, "topology": ["Torus"]}, r"topology\[0\] = 'Torus': expected one of Ring, FullyConnected, Switch"),
+    ({**NET4, "npus_count": [8]}, r"the network has 8 NPUs \(8\) but the workload has 4 ranks"),
+    ({**NET4, "bandwidth": [-1]}, r"bandwidth\[0\] = -1: expected a positive number \(GB/s\)"),
+])
+def test_bad_network_config(tmp_path, net, message):
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    with pytest.raises(ConfigError, match=message):
+        simulate(wl, BARE_SYSTEM, net)
+
+
+def _write_ranks(folder: Path, per_rank: list[list[EtNode]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for r, nodes in enumerate(per_rank):
+        write_trace(folder / f"t.{r}.et", nodes)
+    return folder / "t"
+
+
+def test_dependency_cycle_is_named(tmp_path):
+    nodes = [_comp(0, 1, [2]), _comp(1, 1, [0]), _comp(2, 1, [1])]
+    wl = _write_ranks(tmp_path, [nodes, [_comp(0, 1)], [_comp(0, 1)], [_comp(0, 1)]])
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node \d: dependency cycle: (\d -> ){3}\d"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_dangling_dependency_is_named(tmp_path):
+    wl = _write_ranks(tmp_path, [[_comp(0, 1), _comp(5, 1, [9])]] + [[_comp(0, 1)]] * 3)
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 5 \('comp5'\): dependency on node 9, which is not in this trace"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_collectives_that_differ_across_a_group(tmp_path):
+    ranks = [[_coll(0, "ALL_REDUCE", 1024)]] * 3 + [[_coll(0, "ALL_REDUCE", 2048)]]
+    wl = _write_ranks(tmp_path, ranks)
+    with pytest.raises(ConfigError, match=r"t\.3\.et: node 0: collective #0 on group `world` is all_reduce of 2048 bytes here "
+                                          r"but all_reduce of 1024 bytes on rank 0 \(.*t\.0\.et node 0\)"):
+        simulate(wl, BARE_SYSTEM, NET4)
+    ranks = [[_coll(0, "ALL_REDUCE", 1024), _coll(1, "ALL_GATHER", 64, [0])]] * 3 + [[_coll(0, "ALL_REDUCE", 1024)]]
+    wl = _write_ranks(tmp_path / "b", ranks)
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 1: collective #1 on group `world` has no counterpart on rank 3"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_send_without_receive_and_unknown_group(tmp_path):
+    send = EtNode(0, "send", "COMM_SEND_NODE", attrs={"comm_dst": 1, "comm_size": 100, "comm_tag": 3})
+    wl = _write_ranks(tmp_path, [[send], [_comp(0, 1)], [_comp(0, 1)], [_comp(0, 1)]])
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0: send to rank 1 \(tag 3\) has no matching receive in .*t\.1\.et: it would wait forever"):
+        simulate(wl, BARE_SYSTEM, NET4)
+    wl = _write_ranks(tmp_path / "g", [[_coll(0, "ALL_REDUCE", 64, pg="tp7")]] * 4)
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('all_reduce0'\): pg_name 'tp7' is not a known communicator group"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_algorithm_that_cannot_run_on_the_group(tmp_path):
+    wl = write_microbenchmark(tmp_path, 6, "all_reduce", 6 << 10)
+    net = {**NET4, "npus_count": [6]}
+    with pytest.raises(ConfigError, match=r"all_reduce\.0\.et: node 0: all_reduce on group `world`: system config "
+                                          r"`all-reduce-implementation`: algorithm `halving_doubling` needs a power-of-two group size, got 6 ranks"):
+        simulate(wl, {**BARE_SYSTEM, "all-reduce-implementation": ["halvingDoubling"]}, net)
+
+
+def test_deadlock_is_reported_not_hung(tmp_path):
+    # Rank 0 waits for rank 1's send before the all-reduce; rank 1 sends only after it.
+    r0 = [EtNode(0, "recv", "COMM_RECV_NODE", attrs={"comm_src": 1, "comm_size": 64}), _coll(1, "ALL_REDUCE", 1024, [0])]
+    r1 = [_coll(0, "ALL_REDUCE", 1024), EtNode(1, "send", "COMM_SEND_NODE", data_deps=[0], attrs={"comm_dst": 0, "comm_size": 64})]
+    wl = _write_ranks(tmp_path, [r0, r1, [_coll(0, "ALL_REDUCE", 1024)], [_coll(0, "ALL_REDUCE", 1024)]])
+    with pytest.raises(SimulationError, match=r"deadlock: rank 0 has 2 nodes that can never run; .*t\.0\.et: node 0: its receive from rank 1 never gets its data"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_corrupt_trace_names_the_file(tmp_path):
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1024)
+    (tmp_path / "all_reduce.2.et").write_bytes(b"\x05abc")
+    with pytest.raises(ConfigError, match=r"all_reduce\.2\.et: truncated message at byte 1"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_output_parser_rejects_foreign_text():
+    with pytest.raises(astra_sim.AstraSimError, match="no `sys\\[r\\] finished, T cycles` lines found"):
+        astra_sim.parse_output("hello\n", "x.txt")
+    with pytest.raises(astra_sim.AstraSimError, match=r"ranks \[1\] never reported"):
+        astra_sim.parse_output("sys[0] finished, 5 cycles\nsys[2] finished, 5 cycles\n", "x.txt")
