@@ -236,3 +236,65 @@ impl Layout {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(splits: u32) -> SystemConfig {
+        SystemConfig {
+            scheduling_policy: Policy::Lifo,
+            endpoint_delay_ps: 0,
+            active_chunks_per_dimension: 1,
+            preferred_dataset_splits: splits,
+            implementations: BTreeMap::new(),
+            local_bw_aware: true,
+            local_mem_bw_bytes_per_ns: 1600.0,
+            blocks: Blocks::Truncate,
+            dims: vec![8],
+        }
+    }
+
+    #[test]
+    fn chunks_follow_astra_sim() {
+        assert_eq!(chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 1 << 20, 8), vec![1 << 18; 4]);
+        assert_eq!(chunk_sizes(&cfg(3), CollectiveKind::AllReduce, 10, 2), vec![3, 3, 3, 1]);
+        // Chunks below the NPU count are raised to it (not for all-gather).
+        assert_eq!(chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 16, 8), vec![8; 4]);
+        assert_eq!(chunk_sizes(&cfg(4), CollectiveKind::AllGather, 16, 8), vec![4; 4]);
+    }
+
+    #[test]
+    fn reduction_time_is_three_floored_memory_passes() {
+        // 131072 B at 1600 B/ns: floor(81.92) = 81 ns per pass.
+        assert_eq!(cfg(1).reduce_time_ps(131_072), 243_000);
+    }
+
+    #[test]
+    fn layout_subgroups_per_dimension() {
+        let l = Layout::new(&[2, 4], 8).unwrap();
+        assert!(l.hierarchical);
+        assert_eq!(*l.subgroups[0], vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+        assert_eq!(*l.subgroups[1], vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        assert!(Layout::new(&[2, 4], 6).is_err());
+    }
+
+    #[test]
+    fn hierarchical_all_reduce_is_rs_ar_ag() {
+        let mut c = cfg(1);
+        c.dims = vec![2, 4];
+        for k in ["all-reduce-implementation"] {
+            c.implementations.insert(k.into(), vec!["ring".into(), "direct".into()]);
+        }
+        let layout = Layout::new(&c.dims, 8).unwrap();
+        let members: Vec<u32> = (0..8).collect();
+        let phases = plan_chunk(&c, CollectiveKind::AllReduce, 1 << 20, None, &members, &layout).unwrap();
+        let kinds: Vec<_> = phases.iter().map(|p| (p.dim, p.kind, p.dag.algorithm())).collect();
+        assert_eq!(
+            kinds,
+            vec![(0, CollectiveKind::ReduceScatter, "ring"), (1, CollectiveKind::AllReduce, "direct"), (0, CollectiveKind::AllGather, "ring")]
+        );
+        // The dimension-1 all-reduce works on half the buffer; every transfer is 1/(2*4) of it.
+        assert_eq!(phases[1].dag.transfer(0).bytes, (1 << 19) / 4);
+    }
+}
