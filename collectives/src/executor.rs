@@ -53,6 +53,8 @@ struct InstanceRt {
     order: u64,
     algorithm: String,
     end: Ps,
+    /// Stream slot of each chunk while it runs (NONE otherwise).
+    stream_of_chunk: Vec<u32>,
 }
 
 /// A chunk of an instance, moving through its phases.
@@ -63,6 +65,8 @@ struct Stream {
     phase: usize,
     /// Flow id of transfer 0 of subgroup 0 of the current phase.
     base: u64,
+    /// Transfers per subgroup in the current phase.
+    len: u64,
     left: u64,
     /// Multi-dependency transfers: (dependencies still missing, latest ready time so far).
     pending: HashMap<u64, (u32, Ps)>,
@@ -105,8 +109,11 @@ pub struct Executor<'a> {
     inst: Vec<InstanceRt>,
     streams: Vec<Option<Stream>>,
     free_streams: Vec<u32>,
-    /// (instance, chunk) -> stream slot, for completions.
-    stream_of: HashMap<(u32, u32), u32>,
+    /// Flow-id range [lo, hi) of the phase that completed last, and its stream.
+    last_phase: (u64, u64, u32),
+    /// Reused buffers of the per-completion hot path.
+    scratch_next: Vec<usize>,
+    scratch_start: Vec<(u64, Ps)>,
     queues: HashMap<(u32, usize), DimQueue>,
     pairs: Vec<PairRt>,
     started_instances: u64,
@@ -148,6 +155,7 @@ pub fn run(
                 order: 0,
                 algorithm: String::new(),
                 end: 0,
+                stream_of_chunk: Vec::new(),
             })
             .collect(),
         pairs: vec![PairRt::default(); m.p2p.len()],
@@ -162,7 +170,9 @@ pub fn run(
         timers: BinaryHeap::new(),
         streams: Vec::new(),
         free_streams: Vec::new(),
-        stream_of: HashMap::new(),
+        last_phase: (0, 0, NONE),
+        scratch_next: Vec::new(),
+        scratch_start: Vec::new(),
         queues: HashMap::new(),
         started_instances: 0,
         flows: 0,
@@ -449,6 +459,7 @@ impl Executor<'_> {
         let rt = &mut self.inst[k as usize];
         rt.start = at;
         rt.chunks_left = chunks.len() as u32;
+        rt.stream_of_chunk = vec![NONE; chunks.len()];
         rt.chunks = chunks;
         rt.order = order;
         for c in 0..self.inst[k as usize].chunks.len() as u32 {
@@ -483,6 +494,7 @@ impl Executor<'_> {
             phases,
             phase: 0,
             base: 0,
+            len: 0,
             left: 0,
             pending: HashMap::new(),
             last_ready: 0,
@@ -497,7 +509,7 @@ impl Executor<'_> {
                 (self.streams.len() - 1) as u32
             }
         };
-        self.stream_of.insert((k, c), slot);
+        self.inst[k as usize].stream_of_chunk[c as usize] = slot;
         Ok(slot)
     }
 
@@ -562,7 +574,8 @@ impl Executor<'_> {
         let k = st.inst as usize;
         st.base = self.ids.offsets[k][st.chunk as usize * st.phases.len() + st.phase];
         let phase = &st.phases[st.phase];
-        st.left = phase.dag.len() as u64 * phase.subgroups.len() as u64;
+        st.len = phase.dag.len() as u64;
+        st.left = st.len * phase.subgroups.len() as u64;
         st.pending.clear();
         st.last_ready = now;
         if st.left == 0 {
@@ -584,9 +597,9 @@ impl Executor<'_> {
     fn start_transfer(&mut self, s: u32, local: u64, at: Ps) -> SystemResult<()> {
         let st = self.streams[s as usize].as_ref().expect("live stream");
         let phase = &st.phases[st.phase];
-        let len = phase.dag.len() as u64;
-        let tr = phase.dag.transfer((local % len) as usize);
-        let sub = &phase.subgroups[(local / len) as usize];
+        let (g, ti) = split(local, st.len, phase.subgroups.len());
+        let tr = phase.dag.transfer(ti);
+        let sub = &phase.subgroups[g as usize];
         let req = FlowRequest {
             id: st.base + local,
             src: sub[tr.src as usize],
@@ -610,27 +623,29 @@ impl Executor<'_> {
             }
             return Ok(());
         }
-        let k = self.ids.inst_base.partition_point(|&b| b <= id) - 1;
-        let offs = &self.ids.offsets[k];
-        let slot_in = offs.partition_point(|&b| b <= id) - 1;
-        // Offsets are chunk-major and every chunk of an instance has the same phase count.
-        let phases_per_chunk = (offs.len() / self.inst[k].chunks.len().max(1)).max(1);
-        let chunk = (slot_in / phases_per_chunk) as u32;
-        let stream_id = *self
-            .stream_of
-            .get(&(k as u32, chunk))
-            .ok_or_else(|| SystemError::Network(format!("completion of unknown flow {id}")))?;
+        // Consecutive completions mostly belong to the same phase: try it first.
+        let stream_id = match self.last_phase {
+            (lo, hi, s) if lo <= id && id < hi => s,
+            _ => {
+                let s = self.stream_of_flow(id)?;
+                let st = self.streams[s as usize].as_ref().expect("live stream");
+                let span = st.len * st.phases[st.phase].subgroups.len() as u64;
+                self.last_phase = (st.base, st.base + span, s);
+                s
+            }
+        };
         let reduce_time;
         let ready;
-        let mut successors = Vec::new();
+        let mut successors = std::mem::take(&mut self.scratch_start);
+        let mut next = std::mem::take(&mut self.scratch_next);
         {
             let st = self.streams[stream_id as usize]
                 .as_mut()
                 .expect("live stream");
             let local = id - st.base;
             let phase = &st.phases[st.phase];
-            let len = phase.dag.len() as u64;
-            let (sub, ti) = (local / len, (local % len) as usize);
+            let len = st.len;
+            let (sub, ti) = split(local, len, phase.subgroups.len());
             let tr = phase.dag.transfer(ti);
             reduce_time = if tr.reduce {
                 self.cfg.reduce_time_ps(tr.bytes)
@@ -640,9 +655,8 @@ impl Executor<'_> {
             ready = t + self.cfg.endpoint_delay_ps + reduce_time;
             st.last_ready = st.last_ready.max(ready);
             st.left -= 1;
-            let mut next = Vec::new();
             phase.dag.for_each_successor(ti, &mut |j| next.push(j));
-            for j in next {
+            for j in next.drain(..) {
                 let g = sub * len + j as u64;
                 let deps = phase.dag.n_deps(j);
                 if deps <= 1 {
@@ -663,13 +677,32 @@ impl Executor<'_> {
                 self.timer(at, Timer::PhaseDone(stream_id));
             }
         }
-        for (g, at) in successors {
+        self.scratch_next = next;
+        for &(g, at) in &successors {
             self.start_transfer(stream_id, g, at)?;
         }
+        successors.clear();
+        self.scratch_start = successors;
         Ok(())
     }
 
+    fn stream_of_flow(&self, id: u64) -> SystemResult<u32> {
+        let k = self.ids.inst_base.partition_point(|&b| b <= id) - 1;
+        let offs = &self.ids.offsets[k];
+        let slot_in = offs.partition_point(|&b| b <= id) - 1;
+        // Offsets are chunk-major and every chunk of an instance has the same phase count.
+        let phases_per_chunk = (offs.len() / self.inst[k].chunks.len().max(1)).max(1);
+        let chunk = slot_in / phases_per_chunk;
+        match self.inst[k].stream_of_chunk.get(chunk) {
+            Some(&s) if s != NONE => Ok(s),
+            _ => Err(SystemError::Network(format!(
+                "completion of unknown flow {id}"
+            ))),
+        }
+    }
+
     fn phase_done(&mut self, s: u32) -> SystemResult<()> {
+        self.last_phase = (0, 0, NONE);
         let key = self.queue_key(s);
         self.queues.get_mut(&key).expect("queue exists").active -= 1;
         let st = self.streams[s as usize].as_mut().expect("live stream");
@@ -680,7 +713,7 @@ impl Executor<'_> {
             self.dispatch(self.queue_key(s))?;
         } else {
             let st = self.streams[s as usize].take().expect("live stream");
-            self.stream_of.remove(&(st.inst, st.chunk));
+            self.inst[st.inst as usize].stream_of_chunk[st.chunk as usize] = NONE;
             self.free_streams.push(s);
             let rt = &mut self.inst[k as usize];
             rt.chunks_left -= 1;
@@ -793,6 +826,16 @@ impl Executor<'_> {
                 why.join("; ")
             ),
         }
+    }
+}
+
+/// (subgroup, transfer) of a phase-local flow index; no division in the common one-group case.
+#[inline]
+fn split(local: u64, len: u64, subgroups: usize) -> (u64, usize) {
+    if subgroups == 1 {
+        (0, local as usize)
+    } else {
+        (local / len, (local % len) as usize)
     }
 }
 

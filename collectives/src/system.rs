@@ -257,11 +257,23 @@ mod tests {
 
     #[test]
     fn chunks_follow_astra_sim() {
-        assert_eq!(chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 1 << 20, 8), vec![1 << 18; 4]);
-        assert_eq!(chunk_sizes(&cfg(3), CollectiveKind::AllReduce, 10, 2), vec![3, 3, 3, 1]);
+        assert_eq!(
+            chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 1 << 20, 8),
+            vec![1 << 18; 4]
+        );
+        assert_eq!(
+            chunk_sizes(&cfg(3), CollectiveKind::AllReduce, 10, 2),
+            vec![3, 3, 3, 1]
+        );
         // Chunks below the NPU count are raised to it (not for all-gather).
-        assert_eq!(chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 16, 8), vec![8; 4]);
-        assert_eq!(chunk_sizes(&cfg(4), CollectiveKind::AllGather, 16, 8), vec![4; 4]);
+        assert_eq!(
+            chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 16, 8),
+            vec![8; 4]
+        );
+        assert_eq!(
+            chunk_sizes(&cfg(4), CollectiveKind::AllGather, 16, 8),
+            vec![4; 4]
+        );
     }
 
     #[test]
@@ -274,7 +286,10 @@ mod tests {
     fn layout_subgroups_per_dimension() {
         let l = Layout::new(&[2, 4], 8).unwrap();
         assert!(l.hierarchical);
-        assert_eq!(*l.subgroups[0], vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+        assert_eq!(
+            *l.subgroups[0],
+            vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+        );
         assert_eq!(*l.subgroups[1], vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
         assert!(Layout::new(&[2, 4], 6).is_err());
     }
@@ -284,15 +299,31 @@ mod tests {
         let mut c = cfg(1);
         c.dims = vec![2, 4];
         for k in ["all-reduce-implementation"] {
-            c.implementations.insert(k.into(), vec!["ring".into(), "direct".into()]);
+            c.implementations
+                .insert(k.into(), vec!["ring".into(), "direct".into()]);
         }
         let layout = Layout::new(&c.dims, 8).unwrap();
         let members: Vec<u32> = (0..8).collect();
-        let phases = plan_chunk(&c, CollectiveKind::AllReduce, 1 << 20, None, &members, &layout).unwrap();
-        let kinds: Vec<_> = phases.iter().map(|p| (p.dim, p.kind, p.dag.algorithm())).collect();
+        let phases = plan_chunk(
+            &c,
+            CollectiveKind::AllReduce,
+            1 << 20,
+            None,
+            &members,
+            &layout,
+        )
+        .unwrap();
+        let kinds: Vec<_> = phases
+            .iter()
+            .map(|p| (p.dim, p.kind, p.dag.algorithm()))
+            .collect();
         assert_eq!(
             kinds,
-            vec![(0, CollectiveKind::ReduceScatter, "ring"), (1, CollectiveKind::AllReduce, "direct"), (0, CollectiveKind::AllGather, "ring")]
+            vec![
+                (0, CollectiveKind::ReduceScatter, "ring"),
+                (1, CollectiveKind::AllReduce, "direct"),
+                (0, CollectiveKind::AllGather, "ring")
+            ]
         );
         // The dimension-1 all-reduce works on half the buffer; every transfer is 1/(2*4) of it.
         assert_eq!(phases[1].dag.transfer(0).bytes, (1 << 19) / 4);

@@ -144,7 +144,14 @@ mod tests {
     use super::*;
 
     fn spec(kind: CollectiveKind, n: u32, bytes: u64) -> CollectiveSpec<'static> {
-        CollectiveSpec { kind, n, bytes, blocks: Blocks::Exact, matrix: None, root: 0 }
+        CollectiveSpec {
+            kind,
+            n,
+            bytes,
+            blocks: Blocks::Exact,
+            matrix: None,
+            root: 0,
+        }
     }
 
     /// Bytes every position receives, summed over the DAG.
@@ -161,27 +168,60 @@ mod tests {
         let (n, s) = (8u32, 8 * 1024u64);
         // All-reduce: ring and direct move 2(n-1)/n S into every rank; recursive doubling
         // log2(n) S; halving-doubling 2(n-1)/n S; the double binary tree S per tree edge direction.
-        let expect = [("ring", 2 * 7 * s / 8), ("direct", 2 * 7 * s / 8), ("recursive_doubling", 3 * s), ("halving_doubling", 2 * 7 * s / 8)];
+        let expect = [
+            ("ring", 2 * 7 * s / 8),
+            ("direct", 2 * 7 * s / 8),
+            ("recursive_doubling", 3 * s),
+            ("halving_doubling", 2 * 7 * s / 8),
+        ];
         for (name, per_rank) in expect {
-            let dag = by_name(name).unwrap().build(&spec(CollectiveKind::AllReduce, n, s)).unwrap();
-            assert_eq!(received(dag.as_ref(), n), vec![per_rank; n as usize], "{name}");
+            let dag = by_name(name)
+                .unwrap()
+                .build(&spec(CollectiveKind::AllReduce, n, s))
+                .unwrap();
+            assert_eq!(
+                received(dag.as_ref(), n),
+                vec![per_rank; n as usize],
+                "{name}"
+            );
         }
         for kind in [CollectiveKind::AllGather, CollectiveKind::ReduceScatter] {
             for name in ["ring", "direct", "recursive_doubling", "halving_doubling"] {
                 let dag = by_name(name).unwrap().build(&spec(kind, n, s)).unwrap();
-                assert_eq!(received(dag.as_ref(), n), vec![7 * s / 8; n as usize], "{name} {kind:?}");
+                assert_eq!(
+                    received(dag.as_ref(), n),
+                    vec![7 * s / 8; n as usize],
+                    "{name} {kind:?}"
+                );
             }
         }
         for name in ["ring", "direct"] {
-            let dag = by_name(name).unwrap().build(&spec(CollectiveKind::AllToAll, n, s)).unwrap();
+            let dag = by_name(name)
+                .unwrap()
+                .build(&spec(CollectiveKind::AllToAll, n, s))
+                .unwrap();
             let direct_bytes = 7 * s / 8;
             let got = received(dag.as_ref(), n);
             // Direct delivers each block once; the ring relays a block over (d-s) mod n hops.
             let hops: u64 = (1..n as u64).sum();
-            assert_eq!(got, vec![if name == "direct" { direct_bytes } else { hops * s / 8 }; n as usize], "{name}");
+            assert_eq!(
+                got,
+                vec![
+                    if name == "direct" {
+                        direct_bytes
+                    } else {
+                        hops * s / 8
+                    };
+                    n as usize
+                ],
+                "{name}"
+            );
         }
         for name in ["ring", "direct", "recursive_doubling", "double_binary_tree"] {
-            let dag = by_name(name).unwrap().build(&spec(CollectiveKind::Broadcast, n, s)).unwrap();
+            let dag = by_name(name)
+                .unwrap()
+                .build(&spec(CollectiveKind::Broadcast, n, s))
+                .unwrap();
             let got = received(dag.as_ref(), n);
             assert_eq!(got[0], 0, "{name}");
             assert!(got[1..].iter().all(|&b| b == s), "{name}: {got:?}");
@@ -192,8 +232,15 @@ mod tests {
     fn dags_are_acyclic_and_every_transfer_can_start() {
         for n in [2u32, 3, 5, 8, 13, 16, 64] {
             for name in names() {
-                for kind in [CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::AllToAll, CollectiveKind::Broadcast] {
-                    let Ok(dag) = by_name(name).unwrap().build(&spec(kind, n, 1 << 16)) else { continue };
+                for kind in [
+                    CollectiveKind::AllReduce,
+                    CollectiveKind::AllGather,
+                    CollectiveKind::AllToAll,
+                    CollectiveKind::Broadcast,
+                ] {
+                    let Ok(dag) = by_name(name).unwrap().build(&spec(kind, n, 1 << 16)) else {
+                        continue;
+                    };
                     let mut waiting: Vec<u32> = (0..dag.len()).map(|i| dag.n_deps(i)).collect();
                     let mut ready = Vec::new();
                     dag.for_each_initial(&mut |i| ready.push(i));
@@ -215,9 +262,15 @@ mod tests {
 
     #[test]
     fn names_and_aliases() {
-        assert_eq!(by_name("doubleBinaryTree").unwrap().name(), "double_binary_tree");
+        assert_eq!(
+            by_name("doubleBinaryTree").unwrap().name(),
+            "double_binary_tree"
+        );
         assert_eq!(by_name("oneRing").unwrap().name(), "ring");
-        assert!(by_name("mesh").err().unwrap().contains("expected one of: ring, direct"));
+        assert!(by_name("mesh")
+            .err()
+            .unwrap()
+            .contains("expected one of: ring, direct"));
         assert!(log2_exact(12, "x").unwrap_err().contains("got 12 ranks"));
     }
 }

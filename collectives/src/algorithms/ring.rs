@@ -15,10 +15,9 @@ struct RingDag {
     /// Reducing steps first, then plain steps.
     reduce_steps: u32,
     steps: u32,
-    /// Block that position p sends at step k is (p + shift - k) mod n (plus an offset
-    /// after the reduce-scatter half), which only matters for uneven blocks.
-    bytes: u64,
-    blocks: crate::dag::Blocks,
+    /// Blocks are `block` bytes, the first `rem` of them one byte more (Blocks::Exact).
+    block: u64,
+    rem: u64,
 }
 
 impl Dag for RingDag {
@@ -26,21 +25,27 @@ impl Dag for RingDag {
         self.steps as usize * self.n as usize
     }
     fn transfer(&self, i: usize) -> Transfer {
-        let n = self.n as u64;
-        let (k, p) = ((i as u64) / n, (i as u64) % n);
-        let reduce = (k as u32) < self.reduce_steps;
-        // Reduce-scatter: p sends block p-k; afterwards p owns block p+1 and the
-        // all-gather sends p+1-j at its step j.
-        let block = if reduce {
-            (p + n - k % n) % n
-        } else {
-            (p + 1 + n - (k - self.reduce_steps as u64) % n) % n
-        };
+        let n = self.n;
+        let k = i as u32 / n;
+        let p = i as u32 - k * n;
+        let reduce = k < self.reduce_steps;
         let dst = if p + 1 == n { 0 } else { p + 1 };
+        // Which block only matters when blocks are uneven. Reduce-scatter: p sends block
+        // p-k; afterwards p owns block p+1 and the all-gather sends p+1-j at its step j.
+        let bytes = if self.rem == 0 {
+            self.block
+        } else {
+            let block = if reduce {
+                (p + n - k % n) % n
+            } else {
+                (p + 1 + n - (k - self.reduce_steps) % n) % n
+            };
+            self.block + u64::from((block as u64) < self.rem)
+        };
         Transfer {
-            src: p as u32,
-            dst: dst as u32,
-            bytes: self.blocks.size(self.bytes, n, block),
+            src: p,
+            dst,
+            bytes,
             reduce,
         }
     }
@@ -74,8 +79,12 @@ impl Algorithm for Ring {
                 n,
                 reduce_steps,
                 steps,
-                bytes: spec.bytes,
-                blocks: spec.blocks,
+                block: spec.blocks.size(spec.bytes, n as u64, u64::MAX),
+                rem: if spec.blocks == crate::dag::Blocks::Exact {
+                    spec.bytes % n as u64
+                } else {
+                    0
+                },
             })
         };
         Ok(match spec.kind {

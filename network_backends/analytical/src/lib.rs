@@ -24,7 +24,13 @@ mod tests {
     use tracefabric_netapi::{FlowRequest, Network};
 
     fn switch(n: u32) -> AstraTopology {
-        AstraTopology::new(vec![DimSpec { kind: DimKind::Switch, npus: n, bandwidth_gbps: 50.0, latency_ns: 500.0 }]).unwrap()
+        AstraTopology::new(vec![DimSpec {
+            kind: DimKind::Switch,
+            npus: n,
+            bandwidth_gbps: 50.0,
+            latency_ns: 500.0,
+        }])
+        .unwrap()
     }
 
     fn drain(net: &mut dyn Network) -> Vec<(u64, u64)> {
@@ -39,7 +45,16 @@ mod tests {
     fn unaware_ignores_contention() {
         let mut net = unaware::Unaware::new(switch(4));
         for id in 0..2 {
-            net.start_flow(FlowRequest { id, src: 0, dst: 1, bytes: 131_072 }, 0).unwrap();
+            net.start_flow(
+                FlowRequest {
+                    id,
+                    src: 0,
+                    dst: 1,
+                    bytes: 131_072,
+                },
+                0,
+            )
+            .unwrap();
         }
         // int(2 x 500 + 131072 / 53.6870912) = 3441 ns, for both.
         assert_eq!(drain(&mut net), vec![(3_441_000, 0), (3_441_000, 1)]);
@@ -49,19 +64,58 @@ mod tests {
     fn aware_stores_and_forwards_and_queues() {
         let mut net = aware::Aware::new(switch(4));
         for id in 0..2 {
-            net.start_flow(FlowRequest { id, src: 0, dst: 1, bytes: 131_072 }, 0).unwrap();
+            net.start_flow(
+                FlowRequest {
+                    id,
+                    src: 0,
+                    dst: 1,
+                    bytes: 131_072,
+                },
+                0,
+            )
+            .unwrap();
         }
         // Serialization 2441 ns per link, +500 ns latency per hop; the second waits one serialization per link.
-        assert_eq!(drain(&mut net), vec![(2 * 2_941_000, 0), (2 * 2_941_000 + 2_441_000, 1)]);
+        assert_eq!(
+            drain(&mut net),
+            vec![(2 * 2_941_000, 0), (2 * 2_941_000 + 2_441_000, 1)]
+        );
     }
 
     #[test]
     fn flow_model_shares_a_link_fairly() {
         let mut net = flow::FlowModel::on_astra(switch(4));
         let bytes = 1u64 << 24; // 312.5 us alone at 50 GB/s
-        net.start_flow(FlowRequest { id: 0, src: 0, dst: 2, bytes }, 0).unwrap();
-        net.start_flow(FlowRequest { id: 1, src: 1, dst: 2, bytes }, 0).unwrap();
-        net.start_flow(FlowRequest { id: 2, src: 3, dst: 0, bytes }, 0).unwrap();
+        net.start_flow(
+            FlowRequest {
+                id: 0,
+                src: 0,
+                dst: 2,
+                bytes,
+            },
+            0,
+        )
+        .unwrap();
+        net.start_flow(
+            FlowRequest {
+                id: 1,
+                src: 1,
+                dst: 2,
+                bytes,
+            },
+            0,
+        )
+        .unwrap();
+        net.start_flow(
+            FlowRequest {
+                id: 2,
+                src: 3,
+                dst: 0,
+                bytes,
+            },
+            0,
+        )
+        .unwrap();
         let done = drain(&mut net);
         // Flow 2 is alone; flows 0 and 1 share the link into NPU 2 at half rate each.
         assert_eq!(done[0], (312_500_000 + 1_000_000, 2));
@@ -71,11 +125,20 @@ mod tests {
 
     #[test]
     fn ring_routes_the_short_way() {
-        let t = AstraTopology::new(vec![DimSpec { kind: DimKind::Ring, npus: 8, bandwidth_gbps: 1.0, latency_ns: 1.0 }]).unwrap();
+        let t = AstraTopology::new(vec![DimSpec {
+            kind: DimKind::Ring,
+            npus: 8,
+            bandwidth_gbps: 1.0,
+            latency_ns: 1.0,
+        }])
+        .unwrap();
         assert_eq!(t.hops_in_dim(0, 0, 7), 1);
         assert_eq!(t.hops_in_dim(0, 1, 5), 4);
         let mut route = Vec::new();
         t.route(0, 6, &mut route);
-        assert_eq!(route.iter().map(|r| (r.1 .1, r.1 .2)).collect::<Vec<_>>(), vec![(0, 7), (7, 6)]);
+        assert_eq!(
+            route.iter().map(|r| (r.1 .1, r.1 .2)).collect::<Vec<_>>(),
+            vec![(0, 7), (7, 6)]
+        );
     }
 }

@@ -3,24 +3,26 @@
 //! differ, truncated to whole ns, independent of all other traffic.
 
 use crate::topology::AstraTopology;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, VecDeque};
 use tracefabric_netapi::{FlowRequest, Network, Ps, PS_PER_NS};
 
 pub struct Unaware {
     topo: AstraTopology,
-    done: BinaryHeap<Reverse<(Ps, u64, u64)>>,
-    seq: u64,
+    /// Completions by time, in start order within a time: collectives complete in
+    /// waves (every flow of a ring step at once), so this beats a heap of flows.
+    done: BTreeMap<Ps, VecDeque<u64>>,
     flows: u64,
+    bytes_per_ns: Vec<f64>,
 }
 
 impl Unaware {
     pub fn new(topo: AstraTopology) -> Unaware {
+        let bytes_per_ns = topo.dims.iter().map(|d| d.bytes_per_ns()).collect();
         Unaware {
             topo,
-            done: BinaryHeap::new(),
-            seq: 0,
+            done: BTreeMap::new(),
             flows: 0,
+            bytes_per_ns,
         }
     }
 
@@ -28,9 +30,8 @@ impl Unaware {
         let Some(d) = self.topo.first_differing_dim(src, dst) else {
             return 0;
         };
-        let spec = &self.topo.dims[d];
         let hops = self.topo.hops_in_dim(d, src, dst) as f64;
-        (hops * spec.latency_ns + bytes as f64 / spec.bytes_per_ns()) as u64
+        (hops * self.topo.dims[d].latency_ns + bytes as f64 / self.bytes_per_ns[d]) as u64
     }
 }
 
@@ -40,23 +41,27 @@ impl Network for Unaware {
     }
     fn start_flow(&mut self, f: FlowRequest, at: Ps) -> Result<(), String> {
         check_endpoints(&f, self.topo.npus)?;
-        self.seq += 1;
         self.flows += 1;
-        self.done.push(Reverse((
-            at + self.delay_ns(f.src, f.dst, f.bytes) * PS_PER_NS,
-            self.seq,
-            f.id,
-        )));
+        let t = at + self.delay_ns(f.src, f.dst, f.bytes) * PS_PER_NS;
+        self.done.entry(t).or_default().push_back(f.id);
         Ok(())
     }
     fn next_completion(&mut self, limit: Ps) -> Result<Option<(Ps, u64)>, String> {
-        match self.done.peek() {
-            Some(&Reverse((t, _, id))) if t < limit => {
-                self.done.pop();
-                Ok(Some((t, id)))
-            }
-            _ => Ok(None),
+        let Some(mut first) = self.done.first_entry() else {
+            return Ok(None);
+        };
+        let t = *first.key();
+        if t >= limit {
+            return Ok(None);
         }
+        let id = first
+            .get_mut()
+            .pop_front()
+            .expect("no empty time slots are kept");
+        if first.get().is_empty() {
+            first.remove();
+        }
+        Ok(Some((t, id)))
     }
     fn counters(&self) -> Vec<(String, u64)> {
         vec![("flows".into(), self.flows)]
