@@ -293,7 +293,11 @@ fn match_collectives(w: &WorkloadInput, link: &mut [Vec<u32>]) -> SystemResult<V
             let mut matrix: Option<Vec<u64>> = None;
             for (p, &r) in members.iter().enumerate() {
                 let node = &w.ranks[r as usize].nodes[lists[p][k] as usize];
-                if node.collective != first.collective || node.bytes != first.bytes {
+                // All-to-all-v: each rank sends its own total; its split sizes say what.
+                let sizes_may_differ = node.split_bytes.is_some() && first.split_bytes.is_some();
+                if node.collective != first.collective
+                    || (node.bytes != first.bytes && !sizes_may_differ)
+                {
                     return Err(err(
                         w,
                         r,
@@ -344,7 +348,15 @@ fn match_collectives(w: &WorkloadInput, link: &mut [Vec<u32>]) -> SystemResult<V
                 group: g,
                 seq: k as u32,
                 kind: first.collective.expect("checked above"),
-                bytes: first.bytes,
+                // All-to-all-v: the largest sender's buffer (what chunking cuts).
+                bytes: match &matrix {
+                    Some(m) => m
+                        .chunks(members.len())
+                        .map(|row| row.iter().sum::<u64>())
+                        .max()
+                        .unwrap_or(0),
+                    None => first.bytes,
+                },
                 matrix,
                 nodes: (0..members.len()).map(|p| lists[p][k]).collect(),
             });
