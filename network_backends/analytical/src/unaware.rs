@@ -13,20 +13,29 @@ pub struct Unaware {
     done: BTreeMap<Ps, VecDeque<u64>>,
     flows: u64,
     bytes_per_ns: Vec<f64>,
+    single_switch: bool,
 }
 
 impl Unaware {
     pub fn new(topo: AstraTopology) -> Unaware {
         let bytes_per_ns = topo.dims.iter().map(|d| d.bytes_per_ns()).collect();
+        let single_switch =
+            topo.dims.len() == 1 && topo.dims[0].kind == crate::topology::DimKind::Switch;
         Unaware {
             topo,
             done: BTreeMap::new(),
             flows: 0,
             bytes_per_ns,
+            single_switch,
         }
     }
 
     pub fn delay_ns(&self, src: u32, dst: u32, bytes: u64) -> u64 {
+        if src != dst && self.single_switch {
+            // The common one-switch network, without address arithmetic.
+            return (2.0 * self.topo.dims[0].latency_ns + bytes as f64 / self.bytes_per_ns[0])
+                as u64;
+        }
         let Some(d) = self.topo.first_differing_dim(src, dst) else {
             return 0;
         };
