@@ -400,3 +400,14 @@ def test_output_parser_rejects_foreign_text():
         astra_sim.parse_output("hello\n", "x.txt")
     with pytest.raises(astra_sim.AstraSimError, match=r"ranks \[1\] never reported"):
         astra_sim.parse_output("sys[0] finished, 5 cycles\nsys[2] finished, 5 cycles\n", "x.txt")
+
+
+def test_point_to_point_pays_the_endpoint_delay_before_dependent_compute(tmp_path):
+    send = EtNode(0, "send", "COMM_SEND_NODE", attrs={"comm_dst": 1, "comm_size": 10**6, "comm_tag": 1})
+    recv = EtNode(0, "recv", "COMM_RECV_NODE", attrs={"comm_src": 0, "comm_size": 10**6, "comm_tag": 1})
+    wl = _write_ranks(tmp_path, [[send], [recv, _comp(1, 5, [0])]])
+    net = {"topology": ["Switch"], "npus_count": [2], "bandwidth": [100], "latency": [1000]}
+    r = simulate(wl, {**BARE_SYSTEM, "endpoint-delay": 10}, net, backend="analytical:astra-unaware")
+    d = int(2 * 1000 + 10**6 / (100 * GB))
+    assert r.ranks["wall_ns"].tolist() == [d, d + 10 + 5_000]
+    assert r.ranks["comm_ns"].tolist() == [d, d + 10]

@@ -22,7 +22,7 @@ use tracefabric_netapi::{FlowRequest, Network, Ps};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    /// A compute or memory node of (rank, node) finishes.
+    /// A compute, memory or receive node of (rank, node) finishes.
     NodeDone(u32, u32),
     /// The phase a stream is in has processed its last arrival.
     PhaseDone(u32),
@@ -409,7 +409,8 @@ impl Executor<'_> {
                 let k = self.m.link[r as usize][i as usize] as usize;
                 self.pairs[k].recv_issued = true;
                 if let Some(arrived) = self.pairs[k].arrived {
-                    self.node_done(r, i, arrived.max(at));
+                    // Through a timer: nodes complete only at the loop's current time.
+                    self.timer(arrived.max(at), Timer::NodeDone(r, i));
                 }
             }
         }
@@ -619,7 +620,7 @@ impl Executor<'_> {
             self.pairs[k].arrived = Some(ready);
             if self.pairs[k].recv_issued {
                 let issued = self.ranks[p.dst as usize].issued_at[p.recv_node as usize];
-                self.node_done(p.dst, p.recv_node, ready.max(issued));
+                self.timer(ready.max(issued), Timer::NodeDone(p.dst, p.recv_node));
             }
             return Ok(());
         }
