@@ -411,3 +411,30 @@ def test_point_to_point_pays_the_endpoint_delay_before_dependent_compute(tmp_pat
     d = int(2 * 1000 + 10**6 / (100 * GB))
     assert r.ranks["wall_ns"].tolist() == [d, d + 10 + 5_000]
     assert r.ranks["comm_ns"].tolist() == [d, d + 10]
+
+
+def test_backend_and_network_must_fit_together(tmp_path):
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 2}}
+    with pytest.raises(ConfigError, match=r"unknown backend 'ns3'; expected one of: analytical:astra-unaware"):
+        simulate(wl, BARE_SYSTEM, NET4, backend="ns3")
+    with pytest.raises(ConfigError, match=r"the packet backend needs a packet-fabric network"):
+        simulate(wl, BARE_SYSTEM, NET4, backend="packet")
+    with pytest.raises(ConfigError, match=r"backend analytical:astra-aware models ASTRA-sim's analytical dimensions"):
+        simulate(wl, BARE_SYSTEM, fabric, backend="analytical:astra-aware")
+    with pytest.raises(ConfigError, match=r"the fabric has 2 hosts but the workload has 4 ranks"):
+        simulate(wl, BARE_SYSTEM, fabric, backend="packet")
+
+
+def test_memory_nodes_need_remote_memory(tmp_path):
+    load = EtNode(0, "load", "MEM_LOAD_NODE", attrs={"tensor_size": 10**6})
+    wl = _write_ranks(tmp_path, [[load]] + [[_comp(0, 1)]] * 3)
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('load'\): MEM_LOAD_NODE needs remote memory, but the memory config is NO_MEMORY_EXPANSION"):
+        simulate(wl, BARE_SYSTEM, NET4)
+    mem = tmp_path / "mem.json"
+    mem.write_text(json.dumps({"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-latency": 100, "remote-mem-bw": 10}))
+    r = simulate(wl, BARE_SYSTEM, NET4, memory=mem)
+    assert r.ranks.loc[0, "wall_ns"] == 100 + 10**6 / 10  # latency + bytes / (10 GB/s)
+    mem.write_text(json.dumps({"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-bandwidth": 10}))
+    with pytest.raises(ConfigError, match=r"mem\.json: unknown key 'remote-mem-bandwidth'; expected one of: memory-type"):
+        simulate(wl, BARE_SYSTEM, NET4, memory=mem)

@@ -20,7 +20,9 @@ from . import _core
 from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
                                     read_comm_groups, read_memory, read_network, read_system)
 from .collectives.workload import Workload, engine_input, read_workload
-from .errors import ConfigError, SimulationError, from_system  # noqa: F401 (SimulationError: re-exported)
+from .errors import ConfigError, SimulationError, from_system
+
+__all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
 BACKENDS = ("analytical:astra-unaware", "analytical:astra-aware", "analytical:flow", "packet")
 

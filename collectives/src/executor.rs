@@ -122,82 +122,44 @@ pub struct Executor<'a> {
     to_issue: Vec<(u32, u32, Ps)>,
 }
 
+/// A checked workload with its flow ids laid out, ready to run on a network.
+pub struct Prepared<'a> {
+    w: &'a WorkloadInput,
+    cfg: &'a SystemConfig,
+    m: Matched,
+    layout: Layout,
+    ids: FlowLayout,
+}
+
 /// Runs the workload to completion on `net`.
 pub fn run(
     w: &WorkloadInput,
     cfg: &SystemConfig,
     net: &mut dyn Network,
 ) -> SystemResult<SystemReport> {
-    let m = check_and_match(w)?;
-    let n = w.ranks.len() as u32;
-    if net.endpoints() < n {
-        return Err(SystemError::Config {
-            field: "network".into(),
-            message: format!(
-                "the network connects {} NPUs but the workload has {n} ranks",
-                net.endpoints()
-            ),
-        });
-    }
-    let layout = Layout::new(&cfg.dims, n)?;
-    let ids = flow_layout(w, cfg, &m, &layout)?;
-    let ex = Executor {
-        ranks: w.ranks.iter().map(|r| rank_rt(r)).collect(),
-        inst: m
-            .instances
-            .iter()
-            .map(|_| InstanceRt {
-                issued: 0,
-                first_issue: 0,
-                start: 0,
-                chunks: Vec::new(),
-                chunks_left: 0,
-                order: 0,
-                algorithm: String::new(),
-                end: 0,
-                stream_of_chunk: Vec::new(),
-            })
-            .collect(),
-        pairs: vec![PairRt::default(); m.p2p.len()],
-        w,
-        cfg,
-        m,
-        layout,
-        ids,
-        net,
-        now: 0,
-        seq: 0,
-        timers: BinaryHeap::new(),
-        streams: Vec::new(),
-        free_streams: Vec::new(),
-        last_phase: (0, 0, NONE),
-        scratch_next: Vec::new(),
-        scratch_start: Vec::new(),
-        queues: HashMap::new(),
-        started_instances: 0,
-        flows: 0,
-        to_issue: Vec::new(),
-    };
-    ex.run_loop()
+    Prepared::new(w, cfg, false)?.0.run(net)
 }
 
-/// Every flow of the run in id order (for backends that must know their flows up front,
-/// like the packet engine whose load balancers plan per flow).
-pub fn enumerate_flows(w: &WorkloadInput, cfg: &SystemConfig) -> SystemResult<Vec<FlowRequest>> {
-    let m = check_and_match(w)?;
-    let layout = Layout::new(&cfg.dims, w.ranks.len() as u32)?;
-    let mut out = Vec::new();
-    for inst in &m.instances {
-        let members = &w.groups[inst.group as usize];
-        let chunks = chunk_sizes(cfg, inst.kind, inst.bytes, members.len() as u32);
-        for (c, &bytes) in chunks.iter().enumerate() {
-            let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
-            for phase in plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, &layout)? {
+impl<'a> Prepared<'a> {
+    /// Checks the workload and plans every collective once. With `list_flows` it also
+    /// returns every flow in id order, for backends that must know their flows up front
+    /// (the packet engine, whose load balancers plan per flow).
+    pub fn new(
+        w: &'a WorkloadInput,
+        cfg: &'a SystemConfig,
+        list_flows: bool,
+    ) -> SystemResult<(Prepared<'a>, Vec<FlowRequest>)> {
+        let m = check_and_match(w)?;
+        let layout = Layout::new(&cfg.dims, w.ranks.len() as u32)?;
+        let mut flows = Vec::new();
+        let ids = flow_layout(w, cfg, &m, &layout, |phase| {
+            if list_flows {
                 for sub in phase.subgroups.iter() {
                     for t in 0..phase.dag.len() {
                         let tr = phase.dag.transfer(t);
-                        out.push(FlowRequest {
-                            id: out.len() as u64,
+                        let id = flows.len() as u64;
+                        flows.push(FlowRequest {
+                            id,
                             src: sub[tr.src as usize],
                             dst: sub[tr.dst as usize],
                             bytes: tr.bytes,
@@ -205,17 +167,86 @@ pub fn enumerate_flows(w: &WorkloadInput, cfg: &SystemConfig) -> SystemResult<Ve
                     }
                 }
             }
+        })?;
+        if list_flows {
+            for p in &m.p2p {
+                flows.push(FlowRequest {
+                    id: flows.len() as u64,
+                    src: p.src,
+                    dst: p.dst,
+                    bytes: p.bytes,
+                });
+            }
         }
+        Ok((
+            Prepared {
+                w,
+                cfg,
+                m,
+                layout,
+                ids,
+            },
+            flows,
+        ))
     }
-    for p in &m.p2p {
-        out.push(FlowRequest {
-            id: out.len() as u64,
-            src: p.src,
-            dst: p.dst,
-            bytes: p.bytes,
-        });
+
+    pub fn run(self, net: &mut dyn Network) -> SystemResult<SystemReport> {
+        let Prepared {
+            w,
+            cfg,
+            m,
+            layout,
+            ids,
+        } = self;
+        let n = w.ranks.len() as u32;
+        if net.endpoints() < n {
+            return Err(SystemError::Config {
+                field: "network".into(),
+                message: format!(
+                    "the network connects {} NPUs but the workload has {n} ranks",
+                    net.endpoints()
+                ),
+            });
+        }
+        let ex = Executor {
+            ranks: w.ranks.iter().map(rank_rt).collect(),
+            inst: m
+                .instances
+                .iter()
+                .map(|_| InstanceRt {
+                    issued: 0,
+                    first_issue: 0,
+                    start: 0,
+                    chunks: Vec::new(),
+                    chunks_left: 0,
+                    order: 0,
+                    algorithm: String::new(),
+                    end: 0,
+                    stream_of_chunk: Vec::new(),
+                })
+                .collect(),
+            pairs: vec![PairRt::default(); m.p2p.len()],
+            w,
+            cfg,
+            m,
+            layout,
+            ids,
+            net,
+            now: 0,
+            seq: 0,
+            timers: BinaryHeap::new(),
+            streams: Vec::new(),
+            free_streams: Vec::new(),
+            last_phase: (0, 0, NONE),
+            scratch_next: Vec::new(),
+            scratch_start: Vec::new(),
+            queues: HashMap::new(),
+            started_instances: 0,
+            flows: 0,
+            to_issue: Vec::new(),
+        };
+        ex.run_loop()
     }
-    Ok(out)
 }
 
 fn rank_rt(r: &crate::workload::RankInput) -> RankRt {
@@ -261,11 +292,14 @@ fn chunk_matrix(matrix: Option<&[u64]>, count: usize, c: usize) -> Option<Vec<u6
     })
 }
 
+/// Plans every chunk of every collective (calling `on_phase` for each phase, in flow-id
+/// order) and lays out the flow ids.
 fn flow_layout(
     w: &WorkloadInput,
     cfg: &SystemConfig,
     m: &Matched,
     layout: &Layout,
+    mut on_phase: impl FnMut(&Phase),
 ) -> SystemResult<FlowLayout> {
     let mut inst_base = Vec::with_capacity(m.instances.len() + 1);
     let mut offsets = Vec::with_capacity(m.instances.len());
@@ -296,6 +330,7 @@ fn flow_layout(
             for p in &phases {
                 offs.push(next);
                 next += p.dag.len() as u64 * p.subgroups.len() as u64;
+                on_phase(p);
             }
         }
         offsets.push(offs);

@@ -108,7 +108,7 @@ pub struct Phase {
     pub kind: CollectiveKind,
     pub dag: Box<dyn Dag>,
     /// Global rank of position p in subgroup s: `subgroups[s][p]`.
-    pub subgroups: std::rc::Rc<Vec<Vec<u32>>>,
+    pub subgroups: std::sync::Arc<Vec<Vec<u32>>>,
 }
 
 /// The phases one chunk of `bytes` goes through.
@@ -155,7 +155,7 @@ pub fn plan_chunk(
             dim: 0,
             kind,
             dag,
-            subgroups: std::rc::Rc::new(vec![members.to_vec()]),
+            subgroups: std::sync::Arc::new(vec![members.to_vec()]),
         }]);
     }
     // Hierarchical: only dimensions with more than one NPU take part.
@@ -206,7 +206,7 @@ pub fn plan_chunk(
 /// Subgroups of every dimension of the network (ranks that differ only in that coordinate).
 pub struct Layout {
     pub hierarchical: bool,
-    pub subgroups: Vec<std::rc::Rc<Vec<Vec<u32>>>>,
+    pub subgroups: Vec<std::sync::Arc<Vec<Vec<u32>>>>,
 }
 
 impl Layout {
@@ -227,7 +227,7 @@ impl Layout {
                     groups.push((0..d).map(|i| base + i * stride).collect());
                 }
             }
-            subgroups.push(std::rc::Rc::new(groups));
+            subgroups.push(std::sync::Arc::new(groups));
             stride *= d;
         }
         Ok(Layout {

@@ -3,6 +3,7 @@
 //! a free link reaches the next device after latency + bytes/bandwidth and frees the
 //! link after bytes/bandwidth (each truncated to whole ns); a busy link queues it.
 
+use crate::slab::Slab;
 use crate::topology::{AstraTopology, LinkKey};
 use crate::unaware::check_endpoints;
 use std::cmp::Reverse;
@@ -34,8 +35,7 @@ pub struct Aware {
     topo: AstraTopology,
     link_of: HashMap<LinkKey, u32>,
     links: Vec<Link>,
-    msgs: Vec<Option<Msg>>,
-    free: Vec<u32>,
+    msgs: Slab<Msg>,
     events: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
     seq: u64,
     now: Ps,
@@ -50,8 +50,7 @@ impl Aware {
             topo,
             link_of: HashMap::new(),
             links: Vec::new(),
-            msgs: Vec::new(),
-            free: Vec::new(),
+            msgs: Slab::default(),
             events: BinaryHeap::new(),
             seq: 0,
             now: 0,
@@ -78,7 +77,7 @@ impl Aware {
     fn link_start(&mut self, l: u32, m: u32) {
         let link = &mut self.links[l as usize];
         link.busy = true;
-        let bytes = self.msgs[m as usize].as_ref().expect("live message").bytes as f64;
+        let bytes = self.msgs.get(m).bytes as f64;
         let serialization = bytes / link.bytes_per_ns;
         let arrive = (link.latency_ns + serialization) as u64 * PS_PER_NS;
         let free = serialization as u64 * PS_PER_NS;
@@ -120,16 +119,7 @@ impl Network for Aware {
             route,
             hop: 0,
         };
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.msgs[s as usize] = Some(msg);
-                s
-            }
-            None => {
-                self.msgs.push(Some(msg));
-                (self.msgs.len() - 1) as u32
-            }
-        };
+        let slot = self.msgs.insert(msg);
         self.push(at, Ev::Inject(slot));
         Ok(())
     }
@@ -152,15 +142,14 @@ impl Network for Aware {
                 }
                 Ev::Inject(m) => m,
                 Ev::Arrive(m) => {
-                    self.msgs[m as usize].as_mut().expect("live message").hop += 1;
+                    self.msgs.get_mut(m).hop += 1;
                     m
                 }
             };
-            let msg = self.msgs[m as usize].as_ref().expect("live message");
+            let msg = self.msgs.get(m);
             if msg.hop == msg.route.len() {
                 let id = msg.id;
-                self.msgs[m as usize] = None;
-                self.free.push(m);
+                self.msgs.remove(m);
                 return Ok(Some((t, id)));
             }
             let l = msg.route[msg.hop];

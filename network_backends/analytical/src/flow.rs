@@ -10,6 +10,7 @@
 //! data packet on the reverse path, one frame of store-and-forward per switch, and the
 //! ACK's return to the sender (a flow completes when its sender knows, as in the packet engine).
 
+use crate::slab::Slab;
 use crate::topology::{AstraTopology, LinkKey};
 use crate::unaware::check_endpoints;
 use std::cmp::Reverse;
@@ -51,8 +52,7 @@ pub struct FlowModel {
     pending: BinaryHeap<Reverse<(Ps, u64, u32)>>,
     tails: BinaryHeap<Reverse<(Ps, u64, u64)>>,
     active: Vec<u32>,
-    flows: Vec<Option<FlowSt>>,
-    free: Vec<u32>,
+    flows: Slab<FlowSt>,
     dirty: bool,
     next_drain: Ps,
     recomputes: u64,
@@ -105,8 +105,7 @@ impl FlowModel {
             pending: BinaryHeap::new(),
             tails: BinaryHeap::new(),
             active: Vec::new(),
-            flows: Vec::new(),
-            free: Vec::new(),
+            flows: Slab::default(),
             dirty: false,
             next_drain: Ps::MAX,
             recomputes: 0,
@@ -195,7 +194,7 @@ impl FlowModel {
         let dt = (t - self.now) as f64;
         if dt > 0.0 {
             for &s in &self.active {
-                let f = self.flows[s as usize].as_mut().expect("active flow");
+                let f = self.flows.get_mut(s);
                 f.remaining = (f.remaining - f.rate * dt).max(0.0);
             }
         }
@@ -209,7 +208,7 @@ impl FlowModel {
         self.weight.resize(self.caps.len(), 0.0);
         let mut touched: Vec<u32> = Vec::new();
         for &s in &self.active {
-            let f = self.flows[s as usize].as_mut().expect("active flow");
+            let f = self.flows.get_mut(s);
             f.rate = 0.0;
             for &(l, share) in &f.usage {
                 if self.weight[l as usize] == 0.0 {
@@ -240,7 +239,7 @@ impl FlowModel {
             }
             let mut still = Vec::with_capacity(unfrozen.len());
             for &s in &unfrozen {
-                let f = self.flows[s as usize].as_mut().expect("active flow");
+                let f = self.flows.get_mut(s);
                 f.rate += delta;
                 let saturated = f
                     .usage
@@ -261,7 +260,7 @@ impl FlowModel {
         }
         self.next_drain = Ps::MAX;
         for &s in &self.active {
-            let f = self.flows[s as usize].as_mut().expect("active flow");
+            let f = self.flows.get_mut(s);
             let dt = if f.rate > 0.0 {
                 (f.remaining / f.rate).round().max(1.0)
             } else {
@@ -333,16 +332,7 @@ impl Network for FlowModel {
             latency,
             drains_at: Ps::MAX,
         };
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.flows[s as usize] = Some(st);
-                s
-            }
-            None => {
-                self.flows.push(Some(st));
-                (self.flows.len() - 1) as u32
-            }
-        };
+        let slot = self.flows.insert(st);
         self.pending.push(Reverse((at, self.seq, slot)));
         Ok(())
     }
@@ -374,12 +364,11 @@ impl Network for FlowModel {
             if self.next_drain <= t {
                 let mut keep = Vec::with_capacity(self.active.len());
                 for &s in &self.active {
-                    let f = self.flows[s as usize].as_ref().expect("active flow");
+                    let f = self.flows.get(s);
                     if f.drains_at <= t {
                         self.seq += 1;
                         self.tails.push(Reverse((t + f.latency, self.seq, f.id)));
-                        self.flows[s as usize] = None;
-                        self.free.push(s);
+                        self.flows.remove(s);
                     } else {
                         keep.push(s);
                     }

@@ -13,6 +13,7 @@
 
 pub mod aware;
 pub mod flow;
+mod slab;
 pub mod topology;
 pub mod unaware;
 
@@ -33,6 +34,22 @@ mod tests {
         .unwrap()
     }
 
+    /// Two 128 KiB messages from NPU 0 to NPU 1, both at t = 0.
+    fn two_messages_from_0_to_1(net: &mut dyn Network) {
+        for id in 0..2 {
+            net.start_flow(
+                FlowRequest {
+                    id,
+                    src: 0,
+                    dst: 1,
+                    bytes: 131_072,
+                },
+                0,
+            )
+            .unwrap();
+        }
+    }
+
     fn drain(net: &mut dyn Network) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         while let Some(c) = net.next_completion(u64::MAX).unwrap() {
@@ -44,18 +61,7 @@ mod tests {
     #[test]
     fn unaware_ignores_contention() {
         let mut net = unaware::Unaware::new(switch(4));
-        for id in 0..2 {
-            net.start_flow(
-                FlowRequest {
-                    id,
-                    src: 0,
-                    dst: 1,
-                    bytes: 131_072,
-                },
-                0,
-            )
-            .unwrap();
-        }
+        two_messages_from_0_to_1(&mut net);
         // int(2 x 500 + 131072 / 53.6870912) = 3441 ns, for both.
         assert_eq!(drain(&mut net), vec![(3_441_000, 0), (3_441_000, 1)]);
     }
@@ -63,18 +69,7 @@ mod tests {
     #[test]
     fn aware_stores_and_forwards_and_queues() {
         let mut net = aware::Aware::new(switch(4));
-        for id in 0..2 {
-            net.start_flow(
-                FlowRequest {
-                    id,
-                    src: 0,
-                    dst: 1,
-                    bytes: 131_072,
-                },
-                0,
-            )
-            .unwrap();
-        }
+        two_messages_from_0_to_1(&mut net);
         // Serialization 2441 ns per link, +500 ns latency per hop; the second waits one serialization per link.
         assert_eq!(
             drain(&mut net),

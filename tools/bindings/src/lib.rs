@@ -284,10 +284,12 @@ fn simulate_system(
             py.allow_threads(|| executor::run(&w, &cfg, &mut net))
         }
         BackendSpec::Packet { config } => {
-            let flows = executor::enumerate_flows(&w, &cfg).map_err(system_err)?;
+            // One planning pass gives both the flow list the engine declares and the run's plan.
+            let (prepared, flows) = executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
             let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
+            drop(flows);
             let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
-            let r = py.allow_threads(|| executor::run(&w, &cfg, &mut net));
+            let r = py.allow_threads(|| prepared.run(&mut net));
             let rep = net.sim.driven_report();
             packet_report = Some((
                 rep.data_packet_hops,
