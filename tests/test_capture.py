@@ -316,6 +316,79 @@ def test_synthesized_tiny_llama_issues_the_captured_fsdp2_sequence(fsdp2, tmp_pa
         assert len(got) == 8
 
 
+def test_synthesized_tiny_moe_with_the_captured_routing_issues_the_captured_sequence(moe, tmp_path):
+    """The zoo's `tiny-moe` is the layer the MoE workload trains (4 ranks, one expert each, top-1,
+    fp32). Given the routing the script decided (its recorded token counts), synthesis issues the
+    captured collectives rank by rank: counts exchange, dispatch, combine (the dispatch matrix
+    transposed), the combine's gradient, and the router's all-reduce. The dispatch's gradient is
+    absent in both: the layer's input is data, so autograd never sends it."""
+    from tracefabric.traces.models import get_model
+    from tracefabric.traces.synthesis import Plan, synthesize, write
+
+    m = get_model("tiny-moe")
+    assert (m.hidden, m.ffn, m.experts, m.top_k) == (MOE["dim"], 16, 4, 1)
+    routing = [next(x["value"] for x in json.loads((moe.parent / "records" / f"rank{r}.json").read_text())["send_tokens"]
+                    if x["step"] == 1) for r in range(4)]
+    s = synthesize(m, Plan("dp", world=4, gpus_per_server=1, precision="fp32", seq=MOE["tokens"], ep=4, routing=routing))
+    syn = write(s, tmp_path / "syn", prefix="trace") and tmp_path / "syn"
+    g_syn = json.loads((syn / "comm_groups.json").read_text())
+    g_cap = json.loads((moe / "comm_groups.json").read_text())
+    for rank in range(4):
+        got = sequence(syn, rank, g_syn)
+        assert got == sequence(moe, rank, g_cap)
+        assert [t for t, _, _ in got] == ["ALL_TO_ALL"] * 4 + ["ALL_REDUCE"]
+        splits = [n.attrs.get("comm_split_sizes") for n in colls(syn, rank)]
+        assert splits == [n.attrs.get("comm_split_sizes") for n in colls(moe, rank)]
+
+
+def test_measured_durations_carry_the_captured_compute_onto_synthesized_traces(fsdp2, moe, tmp_path):
+    """Synthesized tiny Llama with the captured compute: between every two consecutive
+    collectives a synthesized rank computes what the captured rank measured there (intervals
+    without a synthesized compute node hand their time on), so totals match exactly; on 8 ranks
+    rank r takes captured rank r mod 2. Simulated, both the captured and the synthesized
+    iteration lie between the slowest rank's compute (a lower bound) and the lock-step time
+    (every collective a barrier: sum over intervals of the slowest rank's compute, plus every
+    collective's time, an upper bound); synthesis may overlap more than gloo's blocking calls."""
+    from tracefabric.errors import ConfigError
+    from tracefabric.iteration import simulate
+    from tracefabric.traces.measured import intervals, measured_durations
+    from tracefabric.traces.models import get_model
+    from tracefabric.traces.synthesis import Plan, synthesize, write
+
+    c = TinyLlamaConfig()
+    plan = lambda world: Plan("fsdp", world=world, gpus_per_server=1, precision="fp32", seq=c.seq,  # noqa: E731
+                              micro_batch=c.batch, root_unit=True)
+    for world in (2, 8):
+        measured, report = measured_durations(synthesize(get_model("tiny-llama"), plan(world)), fsdp2)
+        for rank in range(world):
+            _, cap_nodes = read_trace(fsdp2 / f"trace.{rank % 2}.et")
+            labels, cap = intervals(cap_nodes)
+            got_labels, got = intervals(measured.graphs[rank])
+            assert got_labels == labels and len(labels) == 8
+            cap_t, got_t = [sum(n.duration_micros for n in p) for p in cap], [sum(n.duration_micros for n in p) for p in got]
+            assert sum(got_t) == sum(cap_t) == report["ranks"][rank]["captured_compute_us"] > 0
+            for i, part in enumerate(got):
+                if part and all(got[:i]):  # no earlier interval handed its time on into this one
+                    assert got_t[i] == cap_t[i]
+    write(measured_durations(synthesize(get_model("tiny-llama"), plan(2)), fsdp2)[0], tmp_path / "meas", prefix="trace")
+    roofline = synthesize_tiny_llama(2, tmp_path / "roof")
+    system = {"scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "preferred-dataset-splits": 1,
+              "endpoint-delay": 10, "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+              "all-reduce-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+    net = {"topology": ["Switch"], "npus_count": [2], "bandwidth": [50], "latency": [500]}
+    walls = {}
+    for et in (fsdp2, tmp_path / "meas", roofline):
+        r = simulate(et, system, net, backend="analytical:astra-unaware")
+        per_rank = [[sum(max(n.duration_micros * 1000, 1) for n in p) for p in intervals(read_trace(et / f"trace.{k}.et")[1])[1]]
+                    for k in range(2)]
+        lock_step = sum(max(ts) for ts in zip(*per_rank)) + r.collectives["cct_ns"].sum()
+        walls[et] = r.ranks["wall_ns"].max()
+        assert max(map(sum, per_rank)) <= walls[et] <= lock_step * 1.001
+    assert walls[roofline] < 0.01 * walls[fsdp2]  # an H100 roofline vs ops measured on a 2-core CPU
+    with pytest.raises(ConfigError, match="communication node #0 is ALL_TO_ALL in the captured trace but ALL_GATHER"):
+        measured_durations(synthesize(get_model("tiny-llama"), plan(2)), moe)
+
+
 def test_rescaling_the_captured_trace_to_8_ranks_equals_synthesizing_8(fsdp2, tmp_path):
     from tracefabric.traces.rescale import rescale
 

@@ -169,7 +169,8 @@ def test_tensor_parallel_bytes_per_rank_equal_the_closed_form():
 def test_expert_parallel_all_to_all_and_gradient_bytes_equal_the_closed_form(tmp_path):
     """Mixtral 8x7B, 16 GPUs = 2 servers x 8, EP = 8 (one expert per GPU, an EP group per
     server), plain DP. Per MoE block: dispatch and combine all-to-alls in forward and again in
-    backward, each sending 7/8 of seq x top_k x hidden (bf16) to the 7 peers of its server.
+    backward, each sending 7/8 of seq x top_k x hidden (bf16) to the 7 peers of its server,
+    after a forward exchange of token counts (one int64 per expert, 7/8 of them to peers).
     Gradients: the non-expert part (attention, norms, router) is all-reduced over all 16 ranks
     (hierarchically: 7/8 inside, 1/2 of an eighth across), each rank's expert over the 2 ranks
     that own the same expert (one per server)."""
@@ -177,7 +178,7 @@ def test_expert_parallel_all_to_all_and_gradient_bytes_equal_the_closed_form(tmp
     plan = Plan("dp", world=16, gpus_per_server=8, precision="bf16", ep=8, seq=seq)
     syn = synthesize(ZOO["mixtral-8x7b"], plan)
     dispatch = seq * top_k * h * 2
-    a2a = 4 * layers * 7 / 8 * dispatch
+    a2a = 4 * layers * 7 / 8 * dispatch + layers * 7 / 8 * experts * 8
     expert = 3 * h * ffn
     non_expert = layers * (llama_block(h, ffn, 32, 8) - 3 * h * ffn + h * experts) + 2 * vocab * h + h
     up = a2a + 2 * 7 / 8 * non_expert * 2
@@ -194,13 +195,72 @@ def test_expert_parallel_all_to_all_and_gradient_bytes_equal_the_closed_form(tmp
     assert [5, 13] in groups.values() and list(range(8)) in groups.values()  # rank 5's expert-data and EP groups
 
 
-def test_skewed_expert_routing_keeps_totals_and_varies_peers():
+def test_skewed_expert_routing_keeps_totals_and_varies_peers(tmp_path):
     plan = Plan("dp", world=8, gpus_per_server=8, ep=8, imbalance=0.5, seq=512)
     syn = synthesize(ZOO["mixtral-8x7b"], plan)
     node = next(n for n in syn.graphs[3] if n.name.endswith(".dispatch"))
     splits = node.attrs["comm_split_sizes"]
-    assert sum(splits) == node.attrs["comm_size"] and len(set(splits)) > 1
+    assert sum(splits) == node.attrs["comm_size"] == 512 * 2 * 4096 * 2 and len(set(splits)) > 1
     assert max(splits) / (sum(splits) / 8) <= 1.5 / 0.5 + 1e-9
+    # The combine sends back what each peer dispatched here: the dispatch matrix transposed.
+    dispatch = [next(n for n in g if n.name == "layer5.fwd.dispatch").attrs["comm_split_sizes"] for g in syn.graphs]
+    combine = next(n for n in syn.graphs[3] if n.name == "layer5.fwd.combine").attrs["comm_split_sizes"]
+    assert combine == [row[3] for row in dispatch]
+    # Every rank's receive splits are its peers' send splits (the validator's send/recv check).
+    from tracefabric.traces import validate as v
+    write(syn, tmp_path, prefix="trace")
+    traces, groups = v.load(tmp_path)
+    assert v.problems(traces, groups) == []
+
+
+def test_expert_and_tensor_parallel_together_bytes_per_rank_equal_the_closed_form(tmp_path):
+    """Mixtral 8x7B, 16 GPUs = 2 servers x 8, TP = 2, EP = 4, plain DP (dp = 8 per TP index).
+    TP: per block, forward all-reduce after attention (2 x 1/2 act) and an all-gather of the
+    experts' output over the TP pair (1/2 act); backward the same two mirrored: 3 act per block.
+    EP: each TP rank routes seq/2 tokens x top_k, dispatch + combine in both passes, 3/4 to the
+    peers of its EP group (ranks 0, 2, 4, 6: same server), plus 3/4 of the 8 x 8 B counts.
+    Gradients: the non-expert TP shard all-reduced over dp = 8 (4 per server x 2 servers); the
+    rank's 2 experts over the 4 ranks holding them (both TP ranks of EP slots d and d + 4)."""
+    h, ffn, layers, experts, top_k, seq, vocab = 4096, 14336, 32, 8, 2, 4096, 32000
+    syn = synthesize(ZOO["mixtral-8x7b"], Plan("dp", world=16, gpus_per_server=8, precision="bf16", tp=2, ep=4, seq=seq))
+    act = seq * h * 2
+    dispatch = seq // 2 * top_k * h * 2
+    tp_bytes = layers * 3 * act
+    ep_bytes = layers * (4 * 3 / 4 * dispatch + 3 / 4 * experts * 8)
+    attention = 2 * h * h + 2 * h * 1024
+    non_expert = layers * (attention // 2 + h * experts + 2 * h) + 2 * (vocab * h // 2) + h  # TP shard, norms whole
+    expert = 2 * 3 * h * ffn
+    dense_ar = 2 * (3 / 4 * non_expert * 2), 2 * (1 / 2 * non_expert * 2 / 4)  # (inside, across)
+    expert_ar = 2 * (1 / 2 * layers * expert * 2), 2 * (1 / 2 * layers * expert * 2 / 2)
+    sent = syn.bytes_sent_per_rank(rank=4)
+    assert sent["scale_up"] == pytest.approx(tp_bytes + ep_bytes + dense_ar[0] + expert_ar[0], rel=1e-12)
+    assert sent["scale_out"] == pytest.approx(dense_ar[1] + expert_ar[1], rel=1e-12)
+    assert [4, 5, 12, 13] in syn.groups.values() and [4, 6, 0, 2] not in syn.groups.values()
+    assert [0, 2, 4, 6] in syn.groups.values()  # rank 4's EP group: its TP index, its server
+    # Every rank's all-to-all splits mirror its peers', and every group issues the same sequence.
+    from tracefabric.traces import validate as v
+    write(syn, tmp_path, prefix="trace")
+    assert v.problems(*v.load(tmp_path)) == []
+
+
+def test_routing_matrix_sets_every_split_and_is_checked():
+    routing = [[3, 1, 0, 4], [0, 8, 0, 0], [2, 2, 2, 2], [1, 0, 6, 1]]  # tokens member i sends to member j
+    model = get_model("tiny-moe")
+    syn = synthesize(model, Plan("dp", world=4, gpus_per_server=1, precision="fp32", seq=8, ep=4, routing=routing))
+    row = model.hidden * 4
+    for rank in range(4):
+        names = {n.name: n.attrs for n in syn.collectives(rank)}
+        assert names["layer0.fwd.dispatch"]["comm_split_sizes"] == [t * row for t in routing[rank]]
+        assert names["layer0.fwd.combine"]["comm_split_sizes"] == [routing[i][rank] * row for i in range(4)]
+        assert names["layer0.bwd.combine"]["comm_split_sizes"] == [t * row for t in routing[rank]]
+        # The layer's input is raw data: its gradient (the dispatch's backward) is never sent.
+        assert "layer0.bwd.dispatch" not in names
+    with pytest.raises(ConfigError, match=r"routing row 1 sums to 7 tokens; expected seq x micro_batch / tp x top_k = 8"):
+        synthesize(model, Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=[[8, 0, 0, 0], [7, 0, 0, 0]] + routing[2:]))
+    with pytest.raises(ConfigError, match=r"routing must be an ep x ep matrix \(4 x 4\)"):
+        Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=[[8, 0, 0]] * 4)
+    with pytest.raises(ConfigError, match="routing entries must be non-negative integers"):
+        Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=[[9, -1, 0, 0]] * 4)
 
 
 @pytest.mark.parametrize("model,plan,needle", [
@@ -216,8 +276,8 @@ def test_parallel_plans_that_do_not_fit_the_model_are_refused(model, plan, needl
 def test_plan_shape_constraints_are_refused():
     with pytest.raises(ConfigError, match=r"world \(12\) must be a multiple of tp \(8\)"):
         Plan("fsdp", world=12, gpus_per_server=4, tp=8)
-    with pytest.raises(ConfigError, match="tp > 1 together with ep > 1"):
-        Plan("fsdp", world=16, gpus_per_server=8, tp=2, ep=2)
+    with pytest.raises(ConfigError, match=r"with tp and ep, tp \(2\) must divide the tokens per micro-batch"):
+        Plan("fsdp", world=16, gpus_per_server=8, tp=2, ep=2, seq=33)
 
 
 def one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:
@@ -268,3 +328,41 @@ def test_pipeline_shapes_that_do_not_fit_are_refused():
         synthesize(ZOO["llama3-8b"], Plan("fsdp", world=10, gpus_per_server=2, pp=5, microbatches=5))
     with pytest.raises(ConfigError, match=r"microbatches must be >= 1, and 1 without pipeline parallelism"):
         Plan("fsdp", world=8, microbatches=4)
+
+
+def test_cli_synthesizes_with_a_routing_file_and_names_bad_ones(tmp_path):
+    """(The CLI's entry point turns these errors into one line and exit status 2.)"""
+    from typer.testing import CliRunner
+
+    from tracefabric.cli import app
+
+    routing = [[3, 1, 0, 4], [0, 8, 0, 0], [2, 2, 2, 2], [1, 0, 6, 1]]
+    (tmp_path / "routing.json").write_text(json.dumps({"routing": routing}))
+    args = ["trace", "synthesize", "--model", "tiny-moe", "--world", "4", "--gpus-per-server", "1", "--precision", "fp32",
+            "--parallel", "dp", "--ep", "4", "--seq", "8", "--out", str(tmp_path / "out")]
+    res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / "routing.json")])
+    assert res.exit_code == 0, res.output
+    _, nodes = read_trace(tmp_path / "out" / "tiny-moe.2.et")
+    dispatch = next(n for n in nodes if n.name == "layer0.fwd.dispatch")
+    assert dispatch.attrs["comm_split_sizes"] == [t * 8 * 4 for t in routing[2]]  # tokens x hidden x fp32
+    assert dispatch.attrs["comm_recv_split_sizes"] == [routing[i][2] * 8 * 4 for i in range(4)]
+    res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / "missing.json")])
+    assert isinstance(res.exception, ConfigError) and "missing.json: file not found" in str(res.exception)
+    (tmp_path / "bad.json").write_text('{"routing": 5}')
+    res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / "bad.json")])
+    assert isinstance(res.exception, ConfigError) and "expected a list of rows of token counts" in str(res.exception)
+
+
+@pytest.mark.parametrize("name,plan", [
+    ("mixtral-8x7b", Plan("dp", world=32, gpus_per_server=8, tp=2, ep=4, seq=512)),
+    ("deepseek-v3", Plan("fsdp", world=32, gpus_per_server=8, ep=8, seq=256, imbalance=0.3)),
+    ("llama3-8b", Plan("fsdp", world=32, gpus_per_server=8, tp=4, seq=512)),
+])
+def test_shared_graphs_write_the_same_bytes_as_building_every_rank(name, plan, tmp_path):
+    """Ranks of one class share a template whose group ids are swapped per rank; building every
+    rank's graph on its own must give byte-identical ET files."""
+    write(synthesize(ZOO[name], plan), tmp_path / "shared", prefix="t")
+    write(synthesize(ZOO[name], plan, share_graphs=False), tmp_path / "each", prefix="t")
+    for rank in range(plan.world):
+        f = f"t.{rank}.et"
+        assert (tmp_path / "shared" / f).read_bytes() == (tmp_path / "each" / f).read_bytes(), f

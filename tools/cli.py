@@ -198,14 +198,21 @@ def trace_synthesize(
     pp: Annotated[int, typer.Option(help="Pipeline stages (1F1B schedule; stages are the slowest rank index).")] = 1,
     microbatches: Annotated[int, typer.Option(help="Microbatches per iteration with --pp > 1.")] = 1,
     root_unit: Annotated[bool, typer.Option(help="FSDP2-style root unit: embedding, final norm and head gathered once, not resharded after forward.")] = False,
+    routing: Annotated[Optional[Path], typer.Option(help="EP routing: a JSON ep x ep matrix, tokens member i of an EP group sends to member j (every MoE layer).")] = None,
+    durations_from: Annotated[Optional[Path], typer.Option(help="Folder of a captured trace of the same model: compute durations measured there, not the roofline.")] = None,
     out: Annotated[Path, typer.Option(help="Output folder: <model>.<rank>.et, comm_groups.json, placement.json, summary.json.")] = Path("runs/traces"),
 ) -> None:
     """Write one Chakra ET per rank for a model and parallelism plan, and print its summary."""
+    from .traces.measured import measured_durations
     from .traces.models import get_model
-    from .traces.synthesis import Plan, synthesize, write
+    from .traces.synthesis import Plan, read_routing, synthesize, write
 
     s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance,
-                                                  pp, microbatches, root_unit))
+                                          pp, microbatches, root_unit, read_routing(routing) if routing else None))
+    if durations_from is not None:
+        s, report = measured_durations(s, durations_from)
+        total = sum(r["compute_us"] for r in report["ranks"]) / len(report["ranks"])
+        console.print(f"compute durations measured in {durations_from}: {total / 1e3:,.1f} ms per rank on average")
     summary = write(s, out)
     t = Table(title=f"{s.model.name}: {parallel} on {world} ranks ({summary['params'] / 1e9:.2f} B parameters, {precision})")
     for col in ("collective", "bytes", "per iteration"):

@@ -67,10 +67,20 @@ def _framed(msg: Any) -> bytes:
     return _VarintBytes(len(body)) + body
 
 
-def encode_trace(nodes: list[EtNode], metadata: dict[str, Any] | None = None) -> bytes:
+def encode_trace(nodes: list[EtNode], metadata: dict[str, Any] | None = None, cache: dict[int, bytes] | None = None) -> bytes:
+    """The ET file's bytes. `cache` (node object id -> bytes) lets traces that share node objects
+    encode each once; the caller keeps the nodes alive while it uses the cache."""
     meta = pb.GlobalMetadata(version=SCHEMA_VERSION)
     meta.attr.extend(_attr(k, v) for k, v in (metadata or {}).items())
-    return _framed(meta) + b"".join(encode_node(n) for n in nodes)
+    if cache is None:
+        return _framed(meta) + b"".join(encode_node(n) for n in nodes)
+    parts = [_framed(meta)]
+    for n in nodes:
+        b = cache.get(id(n))
+        if b is None:
+            b = cache[id(n)] = encode_node(n)
+        parts.append(b)
+    return b"".join(parts)
 
 
 def write_trace(path: str | Path, nodes: list[EtNode], metadata: dict[str, Any] | None = None) -> None:

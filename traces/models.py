@@ -4,7 +4,9 @@ Counts follow the published architectures: Llama-3 (RMSNorm, grouped-query atten
 SwiGLU MLP, untied embeddings), GPT-2 (LayerNorm and biases, GELU MLP, learned positions,
 tied embeddings), Mixtral-style MoE (Llama blocks whose MLP is `experts` SwiGLU experts and a
 router), DeepSeek-V3-style MoE (multi-head latent attention, shared + routed experts, dense
-first layers). A Hugging Face `config.json` maps onto the same fields.
+first layers). A Hugging Face `config.json` maps onto the same fields. The `moe_layer` family is
+a bare MoE layer (router + GELU experts with biases; no attention, norms, embedding or head):
+the layer `trace capture --workload moe` trains.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError
 
@@ -20,7 +21,7 @@ from ..errors import ConfigError
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    family: str  # "llama" | "gpt2" | "deepseek"
+    family: str  # "llama" | "gpt2" | "deepseek" | "moe_layer"
     layers: int
     hidden: int
     ffn: int  # MLP width (per expert for MoE layers)
@@ -63,6 +64,8 @@ class ModelSpec:
 
     def attention_params(self) -> int:
         h = self.hidden
+        if self.family == "moe_layer":
+            return 0
         if self.family == "gpt2":
             return h * 3 * h + 3 * h + h * h + h  # fused qkv and output projection, with biases
         if self.q_lora_rank:
@@ -75,11 +78,13 @@ class ModelSpec:
         return 2 * h * h + 2 * h * kv  # q, o: h x h; k, v: h x kv (no biases)
 
     def mlp_params(self, width: int) -> int:
-        if self.family == "gpt2":
-            return 2 * self.hidden * width + width + self.hidden
+        if self.family in ("gpt2", "moe_layer"):
+            return 2 * self.hidden * width + width + self.hidden  # two matrices with biases, GELU
         return 3 * self.hidden * width  # SwiGLU: gate, up, down
 
     def norm_params(self) -> int:
+        if self.family == "moe_layer":
+            return 0
         return 4 * self.hidden if self.family == "gpt2" else 2 * self.hidden  # two norms per block
 
     def expert_params(self) -> int:
@@ -98,10 +103,14 @@ class ModelSpec:
         return p + self.mlp_params(self.ffn)
 
     def embedding_params(self) -> int:
+        if self.family == "moe_layer":
+            return 0
         return self.vocab * self.hidden + self.max_positions * self.hidden
 
     def head_params(self) -> int:
         """Final norm plus the output projection (none when tied to the embedding, as in GPT-2)."""
+        if self.family == "moe_layer":
+            return 0
         final_norm = 2 * self.hidden if self.family == "gpt2" else self.hidden
         return final_norm + (0 if self.family == "gpt2" else self.vocab * self.hidden)
 
@@ -127,6 +136,9 @@ ZOO: dict[str, ModelSpec] = {m.name: m for m in [
     _gpt2("gpt2-xl", 48, 1600, 25),
     # The model `trace capture --workload fsdp2-llama` really trains (traces/workloads/tiny_llama.py).
     ModelSpec("tiny-llama", "llama", 2, 32, 64, 4, 2, 64),
+    # The layer `trace capture --workload moe` really trains on 4 ranks (traces/workloads/moe.py):
+    # hidden 8, expert width 16, one expert per rank, top-1.
+    ModelSpec("tiny-moe", "moe_layer", 1, 8, 16, 1, 1, 1, experts=4, top_k=1),
     ModelSpec("mixtral-8x7b", "llama", 32, 4096, 14336, 32, 8, 32000, experts=8, top_k=2),
     ModelSpec("deepseek-v3", "deepseek", 61, 7168, 2048, 128, 128, 129280, experts=256, top_k=8, shared_experts=1,
               dense_layers=3, dense_ffn=18432, q_lora_rank=1536, kv_lora_rank=512, qk_nope_dim=128, qk_rope_dim=64,

@@ -10,6 +10,16 @@ What a rank does in one training iteration, as Chakra nodes:
 * `dp` (plain data parallel): forward and backward compute per unit, an all-reduce of each
   unit's gradients as soon as its backward is done.
 
+Inside a block, tensor parallelism (Megatron) all-reduces the activation after attention and
+after the MLP in forward, and the input gradients of both in backward. Expert parallelism
+exchanges token counts (an all-to-all of one int64 per expert), dispatches the routed tokens
+and combines them back (all-to-all-v); backward runs the combine's gradient first (it sends
+what the dispatch sent) and then the dispatch's (what the combine sent). With both, each
+tensor-parallel rank routes its 1/tp share of the tokens and an all-gather over the
+tensor-parallel group rebuilds the activation (sequence-parallel style; experts are whole on
+every tensor-parallel rank). Gradients that nothing upstream needs are not sent: a first layer
+whose input is raw data (no embedding) skips its input-gradient collectives, as autograd does.
+
 Collectives span every rank in one process group. With `gpus_per_server > 1` they are
 hierarchical, as in the OFAN paper's FSDP layout (§8.4): a step inside each server on the
 NVLink-class domain (dimension 0), then `gpus_per_server` parallel rings across servers in the
@@ -23,7 +33,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +77,10 @@ class Plan:
     #: FSDP2/FSDP1 wrapping of the root module: embedding, final norm and head form one unit,
     #: gathered first and not resharded after forward (so not gathered again in backward).
     root_unit: bool = False
+    #: EP routing: routing[i][j] = tokens (token-expert assignments) that member i of an
+    #: expert-parallel group sends to member j, the same for every MoE layer and group (e.g. the
+    #: routing a captured run decided). None: balanced, or skewed by `imbalance`.
+    routing: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.parallel not in ("fsdp", "dp"):
@@ -91,8 +105,18 @@ class Plan:
             raise ConfigError(f"the data-parallel size ({self.dp}) must be a multiple of ep ({self.ep})", "ep")
         if self.root_unit and self.pp > 1:
             raise ConfigError("root_unit with pp > 1 is not supported: the embedding and the head sit on different stages", "root_unit")
-        if self.tp > 1 and self.ep > 1:
-            raise ConfigError("tp > 1 together with ep > 1 is not supported yet", "ep")
+        if self.tp > 1 and self.ep > 1 and (self.seq * self.micro_batch) % self.tp:
+            raise ConfigError(f"with tp and ep, tp ({self.tp}) must divide the tokens per micro-batch "
+                              f"(seq x micro_batch = {self.seq * self.micro_batch}): each tp rank routes its share", "tp")
+        if self.routing is not None:
+            object.__setattr__(self, "routing", tuple(tuple(row) for row in self.routing))  # lists from JSON
+            if len(self.routing) != self.ep or any(len(row) != self.ep for row in self.routing):
+                raise ConfigError(f"routing must be an ep x ep matrix ({self.ep} x {self.ep}) of token counts, got "
+                                  f"{len(self.routing)} rows of lengths {sorted({len(r) for r in self.routing})}", "routing")
+            if any(not isinstance(t, int) or isinstance(t, bool) or t < 0 for row in self.routing for t in row):
+                raise ConfigError("routing entries must be non-negative integers (tokens)", "routing")
+            if self.imbalance:
+                raise ConfigError("give either routing or imbalance, not both", "routing")
         if not 0.0 <= self.imbalance < 1.0:
             raise ConfigError(f"imbalance must be in [0, 1), got {self.imbalance}", "imbalance")
 
@@ -124,6 +148,12 @@ class Plan:
             raise ConfigError(f"ep ({self.ep}) must divide the experts ({model.experts}) of `{model.name}`", "ep")
         if model.layers % self.pp:
             raise ConfigError(f"pp ({self.pp}) must divide the layers ({model.layers}) of `{model.name}`", "pp")
+        if self.routing is not None:
+            want = self.seq * self.micro_batch // self.tp * model.top_k
+            bad = [i for i, row in enumerate(self.routing) if sum(row) != want]
+            if bad:
+                raise ConfigError(f"routing row {bad[0]} sums to {sum(self.routing[bad[0]])} tokens; expected seq x micro_batch"
+                                  f" / tp x top_k = {want}", "routing")
 
 
 @dataclass(frozen=True)
@@ -144,7 +174,8 @@ class Unit:
 
 def units(model: ModelSpec, plan: Plan) -> list[Unit]:
     """FSDP wrapping units: the embedding, every transformer block, the head. Tensor
-    parallelism splits every matrix (vocabulary-parallel embedding and head); norms stay whole."""
+    parallelism splits every matrix (vocabulary-parallel embedding and head); norms and MoE
+    routers stay whole."""
     tokens = plan.seq * plan.micro_batch
     nbytes = BYTES_PER_PARAM[plan.precision]
     tp, ep = plan.tp, plan.ep
@@ -160,7 +191,8 @@ def units(model: ModelSpec, plan: Plan) -> list[Unit]:
         flops = (2.0 * active * tokens + attention) / tp
         experts = model.experts // ep * model.expert_params() if moe and ep > 1 else 0
         dense = total - (model.experts * model.expert_params() if experts else 0)
-        out.append(Unit(f"layer{i}", (dense - norms) // tp + norms, experts, flops, active / tp * nbytes, True, moe))
+        whole = norms + (model.hidden * model.experts if moe else 0)  # norms and the router are replicated over TP
+        out.append(Unit(f"layer{i}", (dense - whole) // tp + whole, experts, flops, active / tp * nbytes, True, moe))
     # The logits matmul costs the same whether or not its weights are tied to the embedding.
     out.append(Unit("head", (model.head_params() - model.hidden) // tp + model.hidden, 0,
                     2.0 * model.vocab * model.hidden * tokens / tp, model.vocab * model.hidden * nbytes / tp, False, False))
@@ -212,8 +244,12 @@ class Groups:
         return self._id(members[i:i + self.plan.ep])
 
     def edp(self, rank: int) -> str | None:
-        members = self._dp_members(rank)
-        return self._id(members[members.index(rank) % self.plan.ep::self.plan.ep])
+        """Ranks holding the same experts: same position in their EP group, any tensor-parallel
+        index (experts are whole on every tensor-parallel rank, which route different tokens)."""
+        p = self.plan
+        base = rank - rank % p.stage_stride
+        slot = (rank % p.stage_stride) // p.tp % p.ep
+        return self._id([base + d * p.tp + t for d in range(slot, p.dp, p.ep) for t in range(p.tp)])
 
 
 @dataclass
@@ -301,7 +337,36 @@ def _splits(total: int, n: int, imbalance: float, rng: random.Random) -> list[in
     return raw
 
 
-def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
+def read_routing(path: str | Path) -> list[list[int]]:
+    """An EP routing matrix from JSON: a list of rows, or {"routing": [...]}."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found", "routing") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})", "routing") from None
+    rows = data.get("routing") if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise ConfigError(f"{path}: expected a list of rows of token counts (or {{\"routing\": [...]}})", "routing")
+    return rows
+
+
+def dispatch_matrix(plan: Plan, model: ModelSpec, group: str, layer: int) -> list[list[int]]:
+    """Bytes member i of an EP group dispatches to member j in one MoE layer: the given routing
+    (tokens x hidden x activation bytes), or equal shares, or shares skewed by `imbalance` (seeded
+    by plan seed, group and layer, so every rank of the group draws the same matrix)."""
+    row = model.hidden * plan.act_bytes
+    if plan.routing is not None:
+        return [[t * row for t in r] for r in plan.routing]
+    total = plan.seq * plan.micro_batch // plan.tp * model.top_k * row
+    rng = random.Random(f"{plan.seed}/{group}/{layer}")
+    return [_splits(total, plan.ep, plan.imbalance, rng) for _ in range(plan.ep)]
+
+
+def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synthesis:
+    """Every rank's graph. `share_graphs=False` builds each rank's on its own (slow; the same
+    result, which a test checks)."""
     plan.check_model(model)
     nbytes = BYTES_PER_PARAM[plan.precision]
     us = units(model, plan)
@@ -309,8 +374,9 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
     groups = Groups(plan)
     tokens = plan.seq * plan.micro_batch
     act = tokens * model.hidden * plan.act_bytes  # one activation tensor of the block
-    dispatch = tokens * model.top_k * model.hidden * plan.act_bytes  # routed tokens leaving a rank
-    rng = random.Random(plan.seed)
+    # Autograd sends a unit's input gradient only if something before it has parameters.
+    input_grad = [any(v.params + v.expert_params for v in us[:k]) for k in range(len(us))]
+    matrices: dict[tuple[str, int], list[list[int]]] = {}
 
     def rank_graph(rank: int) -> list[EtNode]:
         nodes: list[EtNode] = []
@@ -323,33 +389,79 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
             return len(nodes) - 1
 
         def coll(name: str, ctype: str, size: int, group: str | None, data=(), ctrl=(), **extra: Any) -> int | None:
-            if group is None or size == 0:
+            # An all-to-all-v is issued by every member even when this one sends nothing.
+            if group is None or (size == 0 and ctype != "ALL_TO_ALL"):
                 return None
             return add(name, "COMM_COLL_NODE", data, ctrl, comm_type=COMM_TYPES[ctype], comm_size=size, pg_name=group,
                        involved_dim=[True, True], is_cpu_op=False, **extra)
 
-        def a2a(name: str, data) -> int | None:
-            members = groups.ranks[ep]
-            return coll(name, "ALL_TO_ALL", dispatch, ep, data=data,
-                        comm_split_sizes=_splits(dispatch, len(members), plan.imbalance, rng))
+        def a2a(name: str, layer: int, transposed: bool, data, ctrl) -> int | None:
+            """Dispatch (what this rank routes to each peer) or, transposed, combine (what each
+            peer routed here goes back)."""
+            if (ep, layer) not in matrices:
+                matrices[ep, layer] = dispatch_matrix(plan, model, ep, layer)
+            m, i = matrices[ep, layer], groups.ranks[ep].index(rank)
+            send, recv = ([row[i] for row in m], m[i]) if transposed else (m[i], [row[i] for row in m])
+            return coll(name, "ALL_TO_ALL", sum(send), ep, data, ctrl, comm_split_sizes=send, comm_recv_split_sizes=recv)
 
-        def compute(u: Unit, t: int, tag: str, data, ctrl, scale: int) -> int:
-            """The unit's compute; with TP or EP, split where the block communicates."""
+        def compute(u: Unit, k: int, t: int, tag: str, data, ctrl, scale: int) -> int:
+            """Unit k's compute in one pass; with TP or EP, split where the block communicates
+            (the module docstring gives the order)."""
             base = dict(is_cpu_op=False, tensor_size=(u.params + u.expert_params) * nbytes)
-            if not u.is_block or (tp_size == 1 and not (u.moe and ep_size > 1)):
+            moe_ep = u.moe and ep_size > 1
+            if not u.is_block or (tp_size == 1 and not moe_ep):
                 return add(f"{u.name}.{tag}", "COMP_NODE", data, ctrl, scale * t, num_ops=int(scale * u.forward_flops), **base)
-            half = max(1, scale * t // 2)
-            first = add(f"{u.name}.{tag}.attention", "COMP_NODE", data, ctrl, half, num_ops=int(scale * u.forward_flops / 2), **base)
-            if u.moe and ep_size > 1:
-                mid = a2a(f"{u.name}.{tag}.dispatch", [first])
+            half, ops = max(1, scale * t // 2), int(scale * u.forward_flops / 2)
+            prev: list[int | None] = [None]
+
+            def step(node: int | None) -> None:
+                if node is not None:
+                    prev[0] = node
+
+            def comp(part: str) -> None:
+                first = prev[0] is None
+                step(add(f"{u.name}.{tag}.{part}", "COMP_NODE", data if first else [prev[0]], ctrl if first else [], half,
+                         num_ops=ops, **base))
+
+            def tp_coll(part: str, ctype: str) -> None:
+                step(coll(f"{u.name}.{tag}.{part}", ctype, act, tp, data=[prev[0]]))
+
+            def ep_coll(part: str, transposed: bool) -> None:
+                first = prev[0] is None  # the pass starts with it: it waits for the unit's inputs
+                step(a2a(f"{u.name}.{tag}.{part}", k, transposed, data if first else [prev[0]], ctrl if first else []))
+
+            if tag.startswith("fwd"):
+                comp("attention")
+                tp_coll("attention.all_reduce", "ALL_REDUCE")
+                if moe_ep:
+                    experts_per_rank = model.experts // ep_size
+                    step(coll(f"{u.name}.{tag}.token_counts", "ALL_TO_ALL", model.experts * 8, ep, data=[prev[0]],
+                              comm_split_sizes=[experts_per_rank * 8] * ep_size,
+                              comm_recv_split_sizes=[experts_per_rank * 8] * ep_size))
+                    ep_coll("dispatch", False)
+                    comp("experts")
+                    ep_coll("combine", True)
+                    if tp is not None:
+                        tp_coll("experts.all_gather", "ALL_GATHER")
+                else:
+                    comp("mlp")
+                    tp_coll("mlp.all_reduce", "ALL_REDUCE")
+                return prev[0]
+            # Backward: the MLP/experts first; input gradients only where something upstream needs them.
+            if moe_ep:
+                ep_coll("combine", False)  # the combine's gradient goes where the dispatch sent tokens
+                comp("experts")
+                if input_grad[k] or model.attention_params():
+                    ep_coll("dispatch", True)
+                    if tp is not None:
+                        tp_coll("experts.all_gather", "ALL_GATHER")
             else:
-                mid = coll(f"{u.name}.{tag}.attention.all_reduce", "ALL_REDUCE", act, tp, data=[first])
-            second = add(f"{u.name}.{tag}.mlp", "COMP_NODE", [mid if mid is not None else first], [], half,
-                         num_ops=int(scale * u.forward_flops / 2), **base)
-            if u.moe and ep_size > 1:
-                return a2a(f"{u.name}.{tag}.combine", [second])
-            end = coll(f"{u.name}.{tag}.mlp.all_reduce", "ALL_REDUCE", act, tp, data=[second])
-            return second if end is None else end
+                comp("mlp")
+                tp_coll("mlp.all_reduce", "ALL_REDUCE")
+            comp("attention")
+            if input_grad[k]:
+                tp_coll("attention.all_reduce", "ALL_REDUCE")
+            return prev[0]
 
         if plan.pp > 1:
             return pipeline(rank, nodes, add, coll, compute, dp, edp, fsdp)
@@ -359,13 +471,13 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
         root_bytes = sum(u.params for u, r in zip(us, in_root) if r) * nbytes
         root_ag = coll("root.fwd.all_gather", "ALL_GATHER", root_bytes, dp) if fsdp and plan.root_unit else None
         prev, prev_ag = None, root_ag
-        for u, t, r in zip(us, fwd_time, in_root):
+        for k, (u, t, r) in enumerate(zip(us, fwd_time, in_root)):
             if r:
                 ags = [root_ag]
             else:
                 ags = [coll(f"{u.name}.fwd.all_gather", "ALL_GATHER", u.params * nbytes, dp, ctrl=[prev_ag]),
                        coll(f"{u.name}.fwd.experts.all_gather", "ALL_GATHER", u.expert_params * nbytes, edp, ctrl=[prev_ag])] if fsdp else []
-            prev = compute(u, t, "fwd", [a for a in ags if a is not None], [prev], 1)
+            prev = compute(u, k, t, "fwd", [a for a in ags if a is not None], [prev], 1)
             prev_ag = next((a for a in reversed(ags) if a is not None), prev_ag)
         kind, verb = ("REDUCE_SCATTER", "reduce_scatter") if fsdp else ("ALL_REDUCE", "all_reduce")
         gathered: dict[int, list[int]] = {}
@@ -388,7 +500,7 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
             ags = gather(k, prev)
             if pos + 1 < len(backward):  # backward prefetch: the next unit's gather goes out before this one's reduce
                 gather(backward[pos + 1], ags[-1] if ags else prev)
-            done = compute(u, t, "bwd", ags, [prev], 2)
+            done = compute(u, k, t, "bwd", ags, [prev], 2)
             if not in_root[k]:
                 coll(f"{u.name}.bwd.{verb}", kind, u.params * nbytes, dp, data=[done])
                 coll(f"{u.name}.bwd.experts.{verb}", kind, u.expert_params * nbytes, edp, data=[done])
@@ -405,12 +517,12 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
         pp, m, stride = plan.pp, plan.microbatches, plan.stage_stride
         stage = rank // stride
         per = model.layers // pp
-        mine = [(u, t) for i, (u, t) in enumerate(zip(us, fwd_time))
+        mine = [(i, u, t) for i, (u, t) in enumerate(zip(us, fwd_time))
                 if (i == 0 and stage == 0) or (i == len(us) - 1 and stage == pp - 1) or (0 < i < len(us) - 1 and (i - 1) // per == stage)]
         ags: list[int] = []
         prev = None
         if fsdp:
-            for u, _ in mine:
+            for _, u, _ in mine:
                 for size, group, tag in ((u.params, dp, ""), (u.expert_params, edp, ".experts")):
                     a = coll(f"{u.name}{tag}.all_gather", "ALL_GATHER", size * nbytes, group, ctrl=[prev])
                     if a is not None:
@@ -431,32 +543,57 @@ def synthesize(model: ModelSpec, plan: Plan) -> Synthesis:
             if has_src:
                 x = add(f"{'act' if fwd else 'grad'}.mb{j}.recv", "COMM_RECV_NODE", [], [prev], comm_src=src, comm_size=act,
                         comm_tag=tag, is_cpu_op=False)
-            for u, t in (mine if fwd else reversed(mine)):
-                x = compute(u, t, f"{'fwd' if fwd else 'bwd'}.mb{j}", [x, *ags], [], 1 if fwd else 2)
+            for k, u, t in (mine if fwd else reversed(mine)):
+                x = compute(u, k, t, f"{'fwd' if fwd else 'bwd'}.mb{j}", [x, *ags], [], 1 if fwd else 2)
             dst = rank + stride if fwd else rank - stride
             if (stage < pp - 1) if fwd else (stage > 0):
                 add(f"{'act' if fwd else 'grad'}.mb{j}.send", "COMM_SEND_NODE", [x], [], comm_dst=dst, comm_size=act,
                     comm_tag=tag, is_cpu_op=False)
             prev = x
         kind, verb = ("REDUCE_SCATTER", "reduce_scatter") if fsdp else ("ALL_REDUCE", "all_reduce")
-        for u, _ in reversed(mine):
+        for _, u, _ in reversed(mine):
             coll(f"{u.name}.{verb}", kind, u.params * nbytes, dp, data=[prev])
             coll(f"{u.name}.experts.{verb}", kind, u.expert_params * nbytes, edp, data=[prev])
         return nodes
 
-    # Ranks in the same groups run the same graph (unless EP routing is skewed): build it once.
-    built: dict[tuple, list[EtNode]] = {}
+    # A rank's graph depends on its groups only through their ids, and on its place in its EP
+    # group (its row of the dispatch matrix; with skewed routing, on the group's own matrix).
+    # Build one graph per such class and give the other ranks a copy with their group ids:
+    # compute nodes stay shared, and communication nodes are shared by the ranks of a group.
+    built: dict[tuple, tuple[tuple, list[EtNode]]] = {}
+    regrouped: dict[tuple[int, str], EtNode] = {}
     graphs = []
     for r in range(plan.world):
-        key = (groups.dp(r), groups.tp(r), groups.ep(r), groups.edp(r)) if plan.imbalance == 0 and plan.pp == 1 else (r,)
+        mine = (groups.dp(r), groups.tp(r), groups.ep(r), groups.edp(r))
+        if plan.pp > 1 or not share_graphs:  # with pp, send/recv peers differ per rank
+            graphs.append(rank_graph(r))
+            continue
+        slot = r % plan.stage_stride // plan.tp % plan.ep
+        key = (slot, mine[2] if plan.imbalance else None)
         if key not in built:
-            built[key] = rank_graph(r)
-        graphs.append(built[key])
+            built[key] = (mine, rank_graph(r))
+        template_groups, template = built[key]
+        if template_groups == mine:
+            graphs.append(template)
+        else:
+            ids = dict(zip(template_groups, mine))
+            graphs.append([_regroup(n, ids, regrouped) for n in template])
     servers = list(range(plan.servers))
     random.Random(plan.seed).shuffle(servers)
     g = plan.gpus_per_server
     placement = [servers[r // g] * g + r % g for r in range(plan.world)]
     return Synthesis(model, plan, graphs, groups.ranks, placement)
+
+
+def _regroup(n: EtNode, ids: dict[str | None, str | None], memo: dict[tuple[int, str], EtNode]) -> EtNode:
+    """`n` with its process group renamed by `ids` (one copy per node and new group)."""
+    old = n.attrs.get("pg_name")
+    if old is None or ids[old] == old:
+        return n
+    key = (id(n), ids[old])
+    if key not in memo:
+        memo[key] = replace(n, attrs={**n.attrs, "pg_name": ids[old]})
+    return memo[key]
 
 
 def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[str, Any]:
@@ -465,10 +602,11 @@ def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[
     out.mkdir(parents=True, exist_ok=True)
     prefix = prefix or s.model.name
     meta = {"model": s.model.name, "parallel": s.plan.parallel, "world": s.plan.world}
-    encoded: dict[int, bytes] = {}  # ranks sharing a graph share its bytes
+    encoded: dict[int, bytes] = {}  # ranks sharing a graph share its bytes, and graphs their shared nodes'
+    nodes: dict[int, bytes] = {}
     for rank, graph in enumerate(s.graphs):
         if id(graph) not in encoded:
-            encoded[id(graph)] = encode_trace(graph, meta)
+            encoded[id(graph)] = encode_trace(graph, meta, nodes)
         (out / f"{prefix}.{rank}.et").write_bytes(encoded[id(graph)])
     (out / "comm_groups.json").write_text(json.dumps(s.comm_groups()))
     (out / "placement.json").write_text(json.dumps({"rank_to_host": s.placement}))
