@@ -366,3 +366,18 @@ def test_shared_graphs_write_the_same_bytes_as_building_every_rank(name, plan, t
     for rank in range(plan.world):
         f = f"t.{rank}.et"
         assert (tmp_path / "shared" / f).read_bytes() == (tmp_path / "each" / f).read_bytes(), f
+
+
+def test_queue_pairs_per_rank_follow_the_algorithms():
+    """OFAN FSDP layout: one ring neighbour inside the server, one across (GPU i -> i + 8).
+    Mixtral EP 8 + DP on 2 servers: the direct all-to-all reaches the 7 server peers (which
+    include the intra-server ring neighbour); the across-server rings of the dense and expert
+    gradients both go to the same GPU of the other server. Pipeline: the stage neighbours."""
+    fsdp = synthesize(ZOO["llama3-8b"], Plan("fsdp", world=1024, gpus_per_server=8, precision="fp8"))
+    assert fsdp.queue_pairs(rank=13) == {"scale_up": 1, "scale_out": 1}
+    assert fsdp.summary()["queue_pairs_per_rank"] == {"scale_up": 1, "scale_out": 1}
+    moe = synthesize(ZOO["mixtral-8x7b"], Plan("dp", world=16, gpus_per_server=8, ep=8, seq=256))
+    assert moe.queue_pairs(rank=5) == {"scale_up": 7, "scale_out": 1}
+    pipe = synthesize(ZOO["llama3-8b"], Plan("dp", world=8, gpus_per_server=2, pp=4, microbatches=2, seq=256))
+    # rank 2 (stage 1 of 4, dp 2): sends activations to 4, gradients to 0, all-reduces with 3 in its server.
+    assert pipe.queue_pairs(rank=2) == {"scale_up": 1, "scale_out": 2}

@@ -222,6 +222,8 @@ def trace_synthesize(
     console.print(t)
     sent = summary["bytes_sent_per_rank"]
     console.print("bytes sent per rank per iteration: " + ", ".join(f"{k} {v / 1e9:.3f} GB" for k, v in sent.items()))
+    qps = summary["queue_pairs_per_rank"]
+    console.print(f"queue pairs per rank (peers it sends to): {qps['scale_up']} inside its server, {qps['scale_out']} across servers")
     if "inter_server_ring" in summary:
         ring = summary["inter_server_ring"]
         console.print(f"inter-server rings: {ring['rings']} x {ring['members']} servers; backward ring flow per layer "

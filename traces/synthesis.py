@@ -303,6 +303,34 @@ class Synthesis:
             out += factor * (servers - 1) / servers * size / local
         return {"scale_up": up, "scale_out": out, "total": up + out}
 
+    def queue_pairs(self, rank: int = 0) -> dict[str, int]:
+        """Connections `rank` opens per iteration (distinct peers it sends to), inside its server
+        and across servers. Rings (all-gather, reduce-scatter, all-reduce) are hierarchical: the
+        next member in the server, then the member at the same place in the next server of the
+        group; all-to-all is direct (every other member); send goes to its destination."""
+        g_srv = self.plan.gpus_per_server
+        peers: set[int] = set()
+        for n in self.graphs[rank]:
+            if n.type == "COMM_SEND_NODE":
+                peers.add(n.attrs["comm_dst"])
+            elif n.type == "COMM_COLL_NODE":
+                members = self.groups[n.attrs["pg_name"]]
+                if n.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]:
+                    peers.update(m for m in members if m != rank)
+                    continue
+                servers: dict[int, list[int]] = {}
+                for m in members:
+                    servers.setdefault(m // g_srv, []).append(m)
+                order = list(servers)
+                local = servers[rank // g_srv]
+                pos = local.index(rank)
+                if len(local) > 1:
+                    peers.add(local[(pos + 1) % len(local)])
+                if len(order) > 1:
+                    peers.add(servers[order[(order.index(rank // g_srv) + 1) % len(order)]][pos])
+        up = sum(1 for p in peers if p // g_srv == rank // g_srv)
+        return {"scale_up": up, "scale_out": len(peers) - up}
+
     def summary(self, payload_bytes: int = 4096) -> dict[str, Any]:
         colls = Counter((comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in self.collectives())
         by_type = Counter(comm_type_name(n.attrs["comm_type"]) for n in self.collectives())
@@ -311,6 +339,7 @@ class Synthesis:
             "nodes_per_rank": len(self.nodes), "collectives_per_iteration": dict(by_type),
             "collectives_by_size": [{"type": t, "bytes": b, "count": c} for (t, b), c in sorted(colls.items())],
             "bytes_sent_per_rank": self.bytes_sent_per_rank(),
+            "queue_pairs_per_rank": self.queue_pairs(),
             "comm_groups": len(self.groups),
         }
         p = self.plan
