@@ -381,3 +381,31 @@ def test_queue_pairs_per_rank_follow_the_algorithms():
     pipe = synthesize(ZOO["llama3-8b"], Plan("dp", world=8, gpus_per_server=2, pp=4, microbatches=2, seq=256))
     # rank 2 (stage 1 of 4, dp 2): sends activations to 4, gradients to 0, all-reduces with 3 in its server.
     assert pipe.queue_pairs(rank=2) == {"scale_up": 1, "scale_out": 2}
+
+
+def test_rescaling_an_expert_parallel_trace_equals_synthesizing_the_larger_world(tmp_path):
+    """tiny-moe on 4 ranks, EP 2 (blocks [0,1], [2,3]), DP over all 4, expert gradients over the
+    strided pairs [0,2], [1,3]. Rescaled to 8, EP blocks are copied (routing kept), the world and
+    strided groups widen: exactly what synthesizing 8 ranks with the same routing gives."""
+    from tracefabric.traces import validate as v
+    from tracefabric.traces.chakra_io import comm_type_name
+    from tracefabric.traces.rescale import RescaleError, rescale
+
+    plan = lambda world: Plan("dp", world=world, gpus_per_server=1, precision="fp32", seq=8, ep=2,  # noqa: E731
+                              routing=[[5, 3], [2, 6]])
+    write(synthesize(get_model("tiny-moe"), plan(4)), tmp_path / "w4", prefix="trace")
+    report = rescale(tmp_path / "w4", 8, tmp_path / "r8")
+    assert sorted(g["shape"] for g in report["groups"].values()) == ["block", "block", "strided", "strided", "world"]
+    write(synthesize(get_model("tiny-moe"), plan(8)), tmp_path / "w8", prefix="trace")
+
+    def seq(folder, rank):
+        groups = json.loads((folder / "comm_groups.json").read_text())
+        return [(comm_type_name(n.attrs["comm_type"]), groups[str(n.attrs["pg_name"])], n.attrs["comm_size"],
+                 n.attrs.get("comm_split_sizes")) for n in read_trace(folder / f"trace.{rank}.et")[1] if n.type == "COMM_COLL_NODE"]
+
+    for rank in range(8):
+        assert seq(tmp_path / "r8", rank) == seq(tmp_path / "w8", rank)
+    assert [x for x in seq(tmp_path / "r8", 5) if x[0] == "ALL_TO_ALL"][1][1:] == ([4, 5], 256, [2 * 32, 6 * 32])
+    assert v.problems(*v.load(tmp_path / "r8")) == []
+    with pytest.raises(RescaleError, match=r"repeats every 2 ranks; ranks \(7\) must be a multiple of 2"):
+        rescale(tmp_path / "w4", 7, tmp_path / "r7")

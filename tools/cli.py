@@ -303,7 +303,7 @@ def trace_rescale(
     ranks: Annotated[int, typer.Option(help="New number of ranks.")],
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/rescaled"),
 ) -> None:
-    """Rescale a data-parallel / FSDP trace from N to M ranks (sizes and groups recomputed; refuses what would not be faithful)."""
+    """Rescale a data-parallel / FSDP / expert-parallel trace from N to M ranks (groups and sizes recomputed; refuses what would not be faithful)."""
     from .traces.rescale import rescale
 
     r = rescale(et, ranks, out)

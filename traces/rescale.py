@@ -1,16 +1,25 @@
-"""Rescale a captured data-parallel / FSDP trace from N to M ranks.
+"""Rescale a captured data-parallel / FSDP / expert-parallel trace from N to M ranks.
 
 In data parallelism every rank runs the same step on its own data, so an M-rank iteration is
-the N-rank one with the group widened (weak scaling: the per-rank batch, hence every compute
-node's measured duration, is kept). What changes is the collectives: all-reduce buffers stay
-the same; an FSDP all-gather's output and a reduce-scatter's input are the unsharded buffer,
-padded to a multiple of the group size (FSDP1 pads each flat parameter that way; FSDP2 pads
-each parameter's first dimension, which gives the same size whenever those dimensions divide
-by M). New rank r takes the graph of captured rank r mod N.
+the N-rank one with the data-parallel width grown (weak scaling: the per-rank batch, hence
+every compute node's measured duration, is kept). New rank r takes the graph of captured rank
+r mod N. Each process group is recognised by its shape and rescaled by it:
 
-Refused, with the reason: traces with more than one process group (TP, PP or EP layouts
-change shape with the world), all-to-all (the expert placement and the routing would
-change), send/recv, and traces that do not validate.
+* the world group (every rank) widens to all M ranks;
+* a block group (consecutive ranks, an aligned block of size s < N, e.g. an expert-parallel or
+  tensor-parallel group) keeps its size: block b of the new world is a copy of captured block
+  b mod N/s, and its collectives (all-to-all included: the same routing) stay as captured;
+* a strided group (ranks congruent modulo s, e.g. the expert-data-parallel ranks holding the
+  same experts) widens to every new rank with the same residue.
+
+All-reduce, broadcast, reduce and barrier buffers stay the same. An FSDP all-gather's output and
+a reduce-scatter's input are the unsharded buffer, padded to a multiple of the new group size
+(FSDP1 pads each flat parameter that way; FSDP2 pads each parameter's first dimension, which
+gives the same size whenever those dimensions divide by the group).
+
+Refused, with the reason: all-to-all on a group that widens (its expert placement and routing
+would change: experts = group size), groups of another shape, M not a multiple of a block or
+stride size, send/recv (pipeline stages), and traces that do not validate.
 """
 
 from __future__ import annotations
@@ -45,6 +54,30 @@ def _elem_bytes(node: pb.Node) -> int:
     return int(records[0][4]) if records else 1
 
 
+def _shape(members: list[int], n: int) -> tuple[str, int]:
+    """("world", n), ("block", size) or ("strided", stride) of a captured group; ("other", 0)."""
+    m = sorted(members)
+    if m == list(range(n)):
+        return "world", n
+    size = len(m)
+    if n % size == 0 and m[0] % size == 0 and m == list(range(m[0], m[0] + size)):
+        return "block", size
+    stride = n // size if n % size == 0 else 0
+    if stride and m == list(range(m[0], n, stride)) and m[0] < stride:
+        return "strided", stride
+    return "other", 0
+
+
+def _new_members(kind: str, size: int, rank: int, ranks: int) -> list[int]:
+    """The new group of `rank` for a captured group of this shape."""
+    if kind == "world":
+        return list(range(ranks))
+    if kind == "block":
+        start = rank - rank % size
+        return list(range(start, start + size))
+    return list(range(rank % size, ranks, size))
+
+
 def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
     """Write `trace.<r>.et` for r < ranks and `comm_groups.json` into `out`; returns a report."""
     if ranks < 1:
@@ -54,44 +87,87 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
     if found:
         raise RescaleError(f"rescale: {et_dir} does not validate, fix it first: {found[0]}", "et")
     n = len(traces)
-    used = {str(a) for t in traces for x in v.collectives(t) for a in [x.attrs.get("pg_name")]}
-    if len(used) > 1 or (used and sorted(groups.get(next(iter(used)), [])) != list(range(n))):
-        raise RescaleError(f"rescale: {et_dir} uses process groups {sorted(used)}; only traces whose collectives all "
-                           f"span the whole world (data parallel / FSDP) rescale faithfully", "pg_name")
+    shapes: dict[str, tuple[str, int]] = {}
     for t in traces:
         for x in v.collectives(t):
             if x.type != "COMM_COLL_NODE":
                 raise RescaleError(f"rescale: rank {t.rank} node {x.id} is {x.type}: point-to-point traffic (pipeline "
                                    "stages) does not rescale with the data-parallel width", "type")
-            if x.attrs["comm_type"] not in RESIZED | KEPT:
-                raise RescaleError(f"rescale: rank {t.rank} node {x.id} ({v.describe(x)}): all-to-all traffic depends on "
-                                   "expert placement and routing, which change with the world size", "comm_type")
-    group = next(iter(used), "0")
+            g = str(x.attrs.get("pg_name"))
+            if g not in shapes:
+                kind, size = _shape(groups.get(g, list(range(n))), n)
+                if kind == "other":
+                    raise RescaleError(f"rescale: process group {g} {groups.get(g)} is neither the world, an aligned block "
+                                       "of consecutive ranks nor a strided set; its place in a larger world is unknown", "pg_name")
+                if kind != "world" and ranks % size:
+                    raise RescaleError(f"rescale: process group {g} {groups[g]} repeats every {size} ranks; ranks ({ranks}) "
+                                       f"must be a multiple of {size}", "ranks")
+                shapes[g] = (kind, size)
+            kind = shapes[g][0]
+            if x.attrs["comm_type"] not in RESIZED | KEPT and not (kind == "block" and x.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]):
+                raise RescaleError(f"rescale: rank {t.rank} node {x.id} ({v.describe(x)}) on {kind} group {g}: all-to-all "
+                                   "traffic depends on expert placement and routing, which change when its group widens", "comm_type")
+    new_ids: dict[tuple[str, tuple[int, ...]], str] = {}
+    new_groups: dict[str, list[int]] = {}
+
+    def new_group(g: str, rank: int) -> tuple[str, int]:
+        kind, size = shapes[g]
+        members = _new_members(kind, size, rank, ranks)
+        key = (g, tuple(members))
+        if key not in new_ids:
+            new_ids[key] = str(len(new_groups))
+            new_groups[new_ids[key]] = members
+        return new_ids[key], len(members)
+
+    for g in sorted(shapes, key=lambda g: (len(g), g)):  # ids: the captured groups' order, then new copies
+        new_group(g, 0)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     changed = []  # sizes that padding to the new width changed
-    encoded: dict[int, bytes] = {}
+    templates: dict[int, list[bytes | pb.Node]] = {}  # per captured rank: framed bytes, or a collective to adapt
+    for t in traces:
+        meta, nodes = read_pb_trace(t.path)
+        parts: list[bytes | pb.Node] = [_framed(meta)]
+        for node in nodes:
+            keep = [a for a in node.attr if a.name not in DROPPED_ATTRS]
+            del node.attr[:]
+            node.attr.extend(keep)
+            parts.append(node if node.type == pb.NodeType.Value("COMM_COLL_NODE") else _framed(node))
+        templates[t.rank] = parts
     for r in range(ranks):
-        src = traces[r % n]
-        if src.rank not in encoded:
-            meta, nodes = read_pb_trace(src.path)
-            body = [_framed(meta)]
-            for node in nodes:
-                attrs = {a.name: a for a in node.attr}
-                if node.type == pb.NodeType.Value("COMM_COLL_NODE") and attrs["comm_type"].int64_val in RESIZED:
-                    old = attrs["comm_size"].int64_val
-                    unit = ranks * _elem_bytes(node)
-                    attrs["comm_size"].int64_val = -(-old // unit) * unit
-                    if src.rank == 0 and old != attrs["comm_size"].int64_val:
-                        changed.append({"node": node.id, "from": old, "to": attrs["comm_size"].int64_val})
-                keep = [a for a in node.attr if a.name not in DROPPED_ATTRS]
-                del node.attr[:]
-                node.attr.extend(keep)
-                body.append(_framed(node))
-            encoded[src.rank] = b"".join(body)
-        (out / f"trace.{r}.et").write_bytes(encoded[src.rank])
-    (out / "comm_groups.json").write_text(json.dumps({group: list(range(ranks))}, indent=1))
-    report = {"from_ranks": n, "to_ranks": ranks, "source": str(Path(et_dir).resolve()), "group": group,
+        body = []
+        for part in templates[r % n]:
+            if isinstance(part, bytes):
+                body.append(part)
+                continue
+            node = pb.Node()
+            node.CopyFrom(part)
+            attrs = {a.name: a for a in node.attr}
+            gid, width = new_group(str(_value(attrs["pg_name"])), r)
+            _set_group(attrs["pg_name"], gid)
+            if attrs["comm_type"].int64_val in RESIZED:
+                old = attrs["comm_size"].int64_val
+                unit = width * _elem_bytes(node)
+                attrs["comm_size"].int64_val = -(-old // unit) * unit
+                if r == 0 and old != attrs["comm_size"].int64_val:
+                    changed.append({"node": node.id, "from": old, "to": attrs["comm_size"].int64_val})
+            body.append(_framed(node))
+        (out / f"trace.{r}.et").write_bytes(b"".join(body))
+    (out / "comm_groups.json").write_text(json.dumps(new_groups, indent=1))
+    report = {"from_ranks": n, "to_ranks": ranks, "source": str(Path(et_dir).resolve()),
+              "groups": {g: {"shape": kind, "members": groups.get(g)} for g, (kind, _) in shapes.items()},
               "resized_on_rank0": changed}
     (out / "rescale.json").write_text(json.dumps(report, indent=1))
     return report
+
+
+def _value(a: pb.AttributeProto) -> Any:
+    return a.string_val if a.WhichOneof("value") == "string_val" else a.int64_val
+
+
+def _set_group(a: pb.AttributeProto, gid: str) -> None:
+    """Keep the attribute's type: captured traces name groups by string, some writers by number."""
+    if a.WhichOneof("value") == "string_val":
+        a.string_val = gid
+    else:
+        a.int64_val = int(gid)
