@@ -23,6 +23,7 @@ mod paralet;
 mod plb;
 mod reps;
 mod rsq;
+mod simple_rr;
 mod source_route;
 mod subflow;
 mod switch_ar;
@@ -190,7 +191,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("switch_ar", switch_ar::build),
     ("subflow", subflow::build),
     ("plb", plb::build),
-    ("simple_rr", switch_rr::build_simple),
+    ("simple_rr", simple_rr::build),
     ("jsq", jsq::build),
     ("rsq", rsq::build),
     ("host_dr", host_dr::build),
