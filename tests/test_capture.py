@@ -37,6 +37,15 @@ def moe(tmp_path_factory) -> Path:
     return convert(out)
 
 
+@pytest.fixture(scope="module")
+def moe_ep3(tmp_path_factory) -> Path:
+    """6 ranks, 3 experts: two expert-parallel groups [0,1,2], [3,4,5]; ranks r and r + 3 hold the
+    same expert. The groups have sizes 6, 3 and 2, but an all-reduce's shape never tells its
+    group: the capture's annotations must."""
+    out = capture(get_workload("moe"), tmp_path_factory.mktemp("moe_ep3"), world=6, tokens=12, dim=8, ep=3)
+    return convert(out)
+
+
 def colls(et: Path, rank: int) -> list:
     _, nodes = read_trace(et / f"trace.{rank}.et")
     return [n for n in nodes if n.type == "COMM_COLL_NODE"]
@@ -387,6 +396,41 @@ def test_measured_durations_carry_the_captured_compute_onto_synthesized_traces(f
     assert walls[roofline] < 0.01 * walls[fsdp2]  # an H100 roofline vs ops measured on a 2-core CPU
     with pytest.raises(ConfigError, match="communication node #0 is ALL_TO_ALL in the captured trace but ALL_GATHER"):
         measured_durations(synthesize(get_model("tiny-llama"), plan(2)), moe)
+
+
+def test_expert_parallel_capture_names_every_group_and_rescales_by_group_shape(moe_ep3, tmp_path):
+    """Captured with gloo (which records no group names), every collective lands on the group
+    the script used: counts/dispatch/combine on the rank's EP block, the router's gradient
+    (3 experts x 8 x fp32 = 96 B) on the world, the expert's (8x16+16+16x8+8 = 280 fp32 = 1,120 B)
+    on the ranks holding the same expert. Rescaled to 12 ranks, EP blocks are copied with their
+    routing, the world and the expert-data groups widen."""
+    from tracefabric.traces.rescale import rescale
+
+    groups = json.loads((moe_ep3 / "comm_groups.json").read_text())
+    row = 8 * FP32
+    for rank in range(6):
+        rec = json.loads((moe_ep3.parent / "records" / f"rank{rank}.json").read_text())
+        send = next(x["value"] for x in rec["send_tokens"] if x["step"] == 1)
+        got = sequence(moe_ep3, rank, groups)
+        block = [rank // 3 * 3 + i for i in range(3)]
+        assert [(t, m) for t, m, _ in got] == [("ALL_TO_ALL", block)] * 4 + [("ALL_REDUCE", list(range(6))),
+                                                                            ("ALL_REDUCE", [rank % 3, rank % 3 + 3])]
+        assert [b for _, _, b in got][4:] == [3 * 8 * FP32, 280 * FP32]
+        assert colls(moe_ep3, rank)[1].attrs["comm_split_sizes"] == [t * row for t in send]
+        _, nodes = read_trace(moe_ep3 / f"trace.{rank}.et")
+        assert not [n.name for n in nodes if n.name.startswith("## tracefabric")]  # annotations removed
+    report = rescale(moe_ep3, 12, tmp_path / "r12")
+    assert sorted(g["shape"] for g in report["groups"].values()) == ["block"] * 2 + ["strided"] * 3 + ["world"]
+    g12 = json.loads((tmp_path / "r12" / "comm_groups.json").read_text())
+    for rank in range(12):
+        got = sequence(tmp_path / "r12", rank, g12)
+        block = [rank // 3 * 3 + i for i in range(3)]
+        assert [m for _, m, _ in got] == [block] * 4 + [list(range(12)), list(range(rank % 3, 12, 3))]
+        assert [(t, b) for t, _, b in got] == [(t, b) for t, _, b in sequence(moe_ep3, rank % 6, groups)]
+        assert [n.attrs.get("comm_split_sizes") for n in colls(tmp_path / "r12", rank)] == \
+            [n.attrs.get("comm_split_sizes") for n in colls(moe_ep3, rank % 6)]
+    traces, tg = v.load(tmp_path / "r12")
+    assert v.problems(traces, tg) == []
 
 
 def test_rescaling_the_captured_trace_to_8_ranks_equals_synthesizing_8(fsdp2, tmp_path):

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .astra_configs import load_scheme_preset, scheme_presets
-from .errors import TracefabricError
+from .errors import ConfigError, TracefabricError
 
 app = typer.Typer(help="tracefabric: compare load-balancing and congestion-control schemes for AI training fabrics.", no_args_is_help=True)
 net = typer.Typer(help="Packet-level network runs: one scheme, or a comparison of several.", no_args_is_help=True)
@@ -241,13 +241,23 @@ def trace_capture(
     warmup: Annotated[int, typer.Option(help="Steps run before recording (not in the trace).")] = 1,
     steps: Annotated[int, typer.Option(help="Steps recorded.")] = 1,
     convert: Annotated[bool, typer.Option(help="Also convert to Chakra ETs (out/et/).")] = True,
+    option: Annotated[Optional[list[str]], typer.Option(help="KEY=VALUE passed to the workload's build function (repeatable), e.g. ep=3 for moe.")] = None,
 ) -> None:
     """Profile training steps on every rank (ExecutionTraceObserver + Kineto) and convert them to Chakra ETs."""
     from .traces.capture import capture
     from .traces.workloads import get_workload
 
+    options = {}
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--option must be KEY=VALUE (got {item!r})", "option")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
     build = script if script else get_workload(workload)
-    folder = capture(build, out, ranks, backend, warmup, steps)
+    folder = capture(build, out, ranks, backend, warmup, steps, **options)
     console.print(f"captured {ranks} ranks into {folder}")
     if convert:
         _convert_and_report(folder)

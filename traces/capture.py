@@ -85,6 +85,8 @@ class TraceCapture:
     def __enter__(self) -> TraceCapture:
         from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
 
+        self._unpatch = _annotate_groups()
+
         self.host_path.parent.mkdir(parents=True, exist_ok=True)
         observer = ExecutionTraceObserver().register_callback(str(self.host_path))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
@@ -106,7 +108,51 @@ class TraceCapture:
             self._prof.step()
 
     def __exit__(self, *exc: Any) -> None:
-        self._prof.__exit__(*exc)
+        try:
+            self._prof.__exit__(*exc)
+        finally:
+            self._unpatch()
+
+
+#: Names the process group of a collective in the trace: gloo records none (NCCL's
+#: record_param_comms does), and a collective's shape cannot always tell (an all-reduce of
+#: the same buffer on any group looks the same). The converter reads and removes these nodes.
+GROUP_MARK = "## tracefabric:pg:"
+_ANNOTATED = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+              "all_to_all", "all_to_all_single", "broadcast", "reduce", "barrier", "gather", "scatter",
+              "send", "recv", "isend", "irecv")
+
+
+def _annotate_groups() -> Callable[[], None]:
+    """Wrap torch.distributed's collectives so each call runs inside a profiler range naming its
+    process group; returns the function that restores them."""
+    import inspect
+
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+    from torch.profiler import record_function
+
+    originals = {name: getattr(dist, name) for name in _ANNOTATED if hasattr(dist, name)}
+
+    def wrap(fn: Callable) -> Callable:
+        signature = inspect.signature(fn)
+
+        def annotated(*args: Any, **kwargs: Any) -> Any:
+            group = signature.bind_partial(*args, **kwargs).arguments.get("group") or c10d._get_default_group()  # noqa: SLF001
+            name = c10d._world.pg_names.get(group, "?")  # noqa: SLF001
+            with record_function(f"{GROUP_MARK}{name} ##"):
+                return fn(*args, **kwargs)
+
+        return annotated
+
+    for name, fn in originals.items():
+        setattr(dist, name, wrap(fn))
+
+    def restore() -> None:
+        for name, fn in originals.items():
+            setattr(dist, name, fn)
+
+    return restore
 
 
 def _free_port() -> int:

@@ -44,6 +44,7 @@ from typing import Any
 from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError
+from .capture import GROUP_MARK
 from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace
 
 PREFIX = "trace"
@@ -208,17 +209,17 @@ def _infer_group(rank: int, op: str, args: list, groups: list[dict[str, Any]], w
 
 
 def _collective(rank: int, node: dict, args: list, types: list, groups: list[dict], exec_nodes: list[dict],
-                where: str) -> Collective:
+                where: str, named: str | None = None) -> Collective:
     op = node["name"]
     kind, ctype, size_arg, out_arg = C10D_OPS[op]
     named = next((v for c in exec_nodes if c["name"] == "record_param_comms"
-                  for v in c["inputs"]["values"] if isinstance(v, str) and v in {g["pg_name"] for g in groups}), None)
+                  for v in c["inputs"]["values"] if isinstance(v, str) and v in {g["pg_name"] for g in groups}), named)
     group = _infer_group(rank, op, args, groups, where, named)
     size = _nbytes(args[size_arg]) if size_arg >= 0 else 0
     bools = [v for v, t in zip(args, types) if t == "Bool"]
     # A gloo collective called without async_op blocks the calling thread until it completes.
     blocking = (not bools or not bools[0]) and all("cpu" in t[5] for t in tensor_records(args))
-    timed = [c for c in exec_nodes if "ts" in c and c["name"] != "record_param_comms"]
+    timed = [c for c in exec_nodes if "ts" in c and c["name"] != "record_param_comms" and not c["name"].startswith(GROUP_MARK)]
     gpu = [c for c in timed if "ncclDevKernel" in c["name"] or "ncclKernel" in c["name"]]  # NCCL: the kernel is the transfer
     window = gpu or timed
     if not window:
@@ -262,11 +263,13 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
     children: dict[int, list[dict]] = {}
     for n in nodes:
         children.setdefault(n.get("ctrl_deps"), []).append(n)
+    by_id = {n["id"]: n for n in nodes}
     claimed: set[int] = set()
     out = []
     for i, n in enumerate(nodes):
         if n["name"] not in C10D_OPS:
             continue
+        mark = _group_mark(n, by_id)
         # The backend's own record is a child of the c10d op, or (gloo's worker thread) the next
         # unclaimed gloo:/nccl: record after it.
         execs = [c for c in _descendants(n["id"], children) if _is_exec(c)]
@@ -276,8 +279,22 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
             if nxt is not None:
                 execs.append(nxt)
         claimed.update(c["id"] for c in execs)
-        out.append(_collective(rank, n, n["inputs"]["values"], n["inputs"]["types"], groups, execs, where))
+        named = mark["name"][len(GROUP_MARK):-3] if mark else None
+        out.append(_collective(rank, n, n["inputs"]["values"], n["inputs"]["types"], groups, execs + ([mark] if mark else []),
+                               where, named))
     return out
+
+
+def _group_mark(n: dict, by_id: dict[int, dict]) -> dict | None:
+    """The capture's annotation naming the process group of collective `n` (an ancestor)."""
+    p = by_id.get(n.get("ctrl_deps"))
+    for _ in range(16):  # a few levels at most (FSDP wraps its collectives in ranges of its own)
+        if p is None or p["name"] in C10D_OPS:
+            return None
+        if p["name"].startswith(GROUP_MARK):
+            return p
+        p = by_id.get(p.get("ctrl_deps")) if p.get("ctrl_deps") != p["id"] else None
+    return None
 
 
 def _is_exec(n: dict) -> bool:
