@@ -49,20 +49,24 @@ impl Event {
 /// A calendar queue: time is cut into buckets of `2^BUCKET_BITS` ps; events within
 /// the next `WHEEL` buckets go unsorted into their bucket, later ones into an
 /// overflow heap. The bucket being drained is sorted once, then read front to back.
-/// Most events land one frame time (~42 ns) ahead, so pushes are O(1) and pops sort a
-/// few dozen entries per bucket. The horizon is kept short (~0.26 us) on purpose: every
-/// bucket's buffer is rewritten once per turn of the wheel, so a long wheel streams
-/// megabytes through the cache, while the rarer far events (link latency, timers) cost
-/// only a log-sized heap operation on a heap of about one entry per link.
+///
+/// The horizon (~2.1 us) covers a frame time plus a link's latency, so the common
+/// events (port free, link arrival) never touch the heap; only timers do. Wheel
+/// entries are one `u64` (offset in the bucket, event) and carry no sequence number:
+/// a bucket holds its events in push order, and any of them that waited in the heap
+/// were pushed before every one that went straight to the wheel (the horizon only
+/// moves forward). So sorting a bucket by offset, stably, gives (time, push order).
 const BUCKET_BITS: u32 = 8; // 256 ps
-const WHEEL: usize = 1 << 10;
+const WHEEL_BITS: u32 = 13;
+const WHEEL: usize = 1 << WHEEL_BITS;
 
-/// One event as a single sortable integer: time (48 bits, ps: up to 281 s),
+/// A far event as a single sortable integer: time (48 bits, ps: up to 281 s),
 /// insertion sequence (45 bits), event kind and id (35 bits).
 type Key = u128;
 const TIME_BITS: u32 = 48;
 const SEQ_BITS: u32 = 45;
 const EVENT_BITS: u32 = 35;
+const EVENT_MASK: u64 = (1 << EVENT_BITS) - 1;
 /// Latest time an event can carry.
 pub const MAX_TIME: Time = Time((1u64 << TIME_BITS) - 1);
 
@@ -76,15 +80,62 @@ fn key_time(k: Key) -> u64 {
     (k >> (SEQ_BITS + EVENT_BITS)) as u64
 }
 
+/// Entries of a bucket: offset in the bucket (top BUCKET_BITS bits), then the event.
+const OFFSET_SHIFT: u32 = 64 - BUCKET_BITS;
+
+#[inline]
+fn entry(at: u64, ev: u64) -> u64 {
+    (at & ((1 << BUCKET_BITS) - 1)) << OFFSET_SHIFT | ev
+}
+
+/// Stable sort by offset of a short bucket (push order already breaks ties).
+fn insertion_sort_by_offset(v: &mut [u64]) {
+    for i in 1..v.len() {
+        let e = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] >> OFFSET_SHIFT > e >> OFFSET_SHIFT {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = e;
+    }
+}
+
+/// Stable sort by offset of a long bucket: one counting pass over the 2^BUCKET_BITS
+/// offsets, then a scatter into `out`.
+fn counting_sort_by_offset(v: &[u64], out: &mut Vec<u64>) {
+    let mut start = [0u32; 1 << BUCKET_BITS];
+    for &e in v {
+        start[(e >> OFFSET_SHIFT) as usize] += 1;
+    }
+    let mut sum = 0;
+    for c in start.iter_mut() {
+        (*c, sum) = (sum, sum + *c);
+    }
+    out.clear();
+    out.resize(v.len(), 0);
+    for &e in v {
+        let c = &mut start[(e >> OFFSET_SHIFT) as usize];
+        out[*c as usize] = e;
+        *c += 1;
+    }
+}
+
 pub struct EventQueue {
-    /// Events of the bucket being drained, sorted; `next` indexes the first not yet popped.
-    current: Vec<Key>,
+    /// Entries of the bucket being drained, sorted; `next` indexes the first not yet popped.
+    current: Vec<u64>,
     next: usize,
     /// Index of the bucket being drained (absolute: time >> BUCKET_BITS).
     cur_bucket: u64,
-    wheel: Vec<Vec<Key>>,
+    wheel: Vec<Vec<u64>>,
     in_wheel: usize,
     overflow: BinaryHeap<Reverse<Key>>,
+    /// Events pushed for a bucket before the current one, as full keys, sorted. Only a
+    /// caller that peeks (the next event is then already the current bucket's) and then
+    /// schedules something earlier puts anything here.
+    early: Vec<Key>,
+    /// Spare buffer for sorting a bucket.
+    scratch: Vec<u64>,
     seq: u64,
     popped: u64,
 }
@@ -98,6 +149,8 @@ impl Default for EventQueue {
             wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
             in_wheel: 0,
             overflow: BinaryHeap::new(),
+            early: Vec::new(),
+            scratch: Vec::new(),
             seq: 0,
             popped: 0,
         }
@@ -109,32 +162,55 @@ impl EventQueue {
     pub fn push(&mut self, at: Time, ev: Event) {
         // Callers keep times below MAX_TIME (config validation bounds max_time_ms).
         debug_assert!(at <= MAX_TIME && self.seq < 1 << SEQ_BITS);
-        let k = key(at.0, self.seq, ev.pack());
-        self.seq += 1;
         let b = at.0 >> BUCKET_BITS;
-        if b <= self.cur_bucket {
-            // Rare (an event less than a bucket ahead): keep `current` sorted.
-            let at = self.next + self.current[self.next..].partition_point(|&e| e < k);
-            self.current.insert(at, k);
-        } else if b < self.cur_bucket + WHEEL as u64 {
-            self.wheel[b as usize % WHEEL].push(k);
+        if b.wrapping_sub(self.cur_bucket + 1) < WHEEL as u64 - 1 {
+            // The common case: a later bucket within the horizon.
+            self.wheel[b as usize % WHEEL].push(entry(at.0, ev.pack()));
             self.in_wheel += 1;
         } else {
-            self.overflow.push(Reverse(k));
+            self.push_other(at, ev);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_other(&mut self, at: Time, ev: Event) {
+        let b = at.0 >> BUCKET_BITS;
+        if b > self.cur_bucket {
+            self.overflow.push(Reverse(key(at.0, self.seq, ev.pack())));
+            self.seq += 1;
+        } else if b == self.cur_bucket {
+            // An event less than a bucket ahead: keep `current` sorted; it is the
+            // newest, so it goes after every entry at its time or earlier.
+            let e = entry(at.0, ev.pack());
+            let at = self.next
+                + self.current[self.next..]
+                    .partition_point(|&x| x >> OFFSET_SHIFT <= e >> OFFSET_SHIFT);
+            self.current.insert(at, e);
+        } else {
+            let k = key(at.0, self.seq, ev.pack());
+            self.seq += 1;
+            let at = self.early.partition_point(|&x| x < k);
+            self.early.insert(at, k);
         }
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
+        if !self.early.is_empty() {
+            let k = self.early.remove(0);
+            self.popped += 1;
+            return Some((Time(key_time(k)), Event::unpack(k as u64 & EVENT_MASK)));
+        }
         if self.next == self.current.len() && !self.advance() {
             return None;
         }
-        let k = self.current[self.next];
+        let e = self.current[self.next];
         self.next += 1;
         self.popped += 1;
         Some((
-            Time(key_time(k)),
-            Event::unpack(k as u64 & ((1 << EVENT_BITS) - 1)),
+            Time(self.cur_bucket << BUCKET_BITS | e >> OFFSET_SHIFT),
+            Event::unpack(e & EVENT_MASK),
         ))
     }
 
@@ -156,30 +232,42 @@ impl EventQueue {
             } else {
                 self.cur_bucket += 1;
             }
+            // Far events first: they were all pushed before the wheel's.
+            if next_overflow == Some(self.cur_bucket) {
+                while let Some(&Reverse(k)) = self.overflow.peek() {
+                    if key_time(k) >> BUCKET_BITS > self.cur_bucket {
+                        break;
+                    }
+                    self.overflow.pop();
+                    self.current.push(entry(key_time(k), k as u64 & EVENT_MASK));
+                }
+            }
             let slot = &mut self.wheel[self.cur_bucket as usize % WHEEL];
             self.in_wheel -= slot.len();
             self.current.append(slot);
-            while let Some(&Reverse(k)) = self.overflow.peek() {
-                if key_time(k) >> BUCKET_BITS > self.cur_bucket {
-                    break;
+            match self.current.len() {
+                0 => continue,
+                n if n <= 16 => insertion_sort_by_offset(&mut self.current),
+                _ => {
+                    counting_sort_by_offset(&self.current, &mut self.scratch);
+                    std::mem::swap(&mut self.current, &mut self.scratch);
                 }
-                self.overflow.pop();
-                self.current.push(k);
             }
-            if !self.current.is_empty() {
-                // Pushes arrive in sequence order, so buckets are often nearly sorted already.
-                self.current.sort_unstable();
-                return true;
-            }
+            return true;
         }
     }
 
     /// Time of the earliest event, without removing it.
     pub fn peek_time(&mut self) -> Option<Time> {
+        if let Some(&k) = self.early.first() {
+            return Some(Time(key_time(k)));
+        }
         if self.next == self.current.len() && !self.advance() {
             return None;
         }
-        Some(Time(key_time(self.current[self.next])))
+        Some(Time(
+            self.cur_bucket << BUCKET_BITS | self.current[self.next] >> OFFSET_SHIFT,
+        ))
     }
 
     pub fn processed(&self) -> u64 {
@@ -227,5 +315,31 @@ mod tests {
             assert_eq!(q.pop(), Some((Time(t), Event::PortFree(want))));
         }
         assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn an_event_scheduled_between_now_and_a_peeked_bucket_still_comes_first() {
+        let mut q = EventQueue::default();
+        q.push(Time(100), Event::PortFree(0));
+        q.push(Time(5_000_000), Event::PortFree(1));
+        q.push(Time(5_000_000), Event::PortFree(2));
+        assert_eq!(q.pop(), Some((Time(100), Event::PortFree(0))));
+        assert_eq!(q.peek_time(), Some(Time(5_000_000)));
+        // Earlier than the bucket peek moved to, and a tie with a peeked event.
+        q.push(Time(3_000), Event::Rto(7));
+        q.push(Time(2_000), Event::Rto(8));
+        q.push(Time(5_000_000), Event::Rto(9));
+        assert_eq!(q.peek_time(), Some(Time(2_000)));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                (Time(2_000), Event::Rto(8)),
+                (Time(3_000), Event::Rto(7)),
+                (Time(5_000_000), Event::PortFree(1)),
+                (Time(5_000_000), Event::PortFree(2)),
+                (Time(5_000_000), Event::Rto(9)),
+            ]
+        );
     }
 }
