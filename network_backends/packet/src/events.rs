@@ -270,6 +270,16 @@ impl EventQueue {
         ))
     }
 
+    /// The port of the `n`-th event after the next one to pop, if that event is already
+    /// in the bucket being drained and is a port's (PortFree or LinkArrive, the latter
+    /// flagged `true`). For prefetching only.
+    #[inline]
+    pub fn port_event_ahead(&self, n: usize) -> Option<(u32, bool)> {
+        let ev = self.current.get(self.next + n)? & EVENT_MASK;
+        // PortFree and LinkArrive are kinds 0 and 1 (see `Event::pack`).
+        (ev >> 32 <= 1).then_some((ev as u32, ev >> 32 == 1))
+    }
+
     pub fn processed(&self) -> u64 {
         self.popped
     }
