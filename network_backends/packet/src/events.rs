@@ -46,21 +46,28 @@ impl Event {
     }
 }
 
-/// A calendar queue: time is cut into buckets of `2^BUCKET_BITS` ps; events within
-/// the next `WHEEL` buckets go unsorted into their bucket, later ones into an
-/// overflow heap. The bucket being drained is sorted once, then read front to back.
+/// A two-level calendar queue. Time is cut into buckets of `2^BUCKET_BITS` ps, and
+/// buckets into spans of `NEAR` buckets (~262 ns). Events in the current span go
+/// unsorted into their bucket on the near wheel; events in the next `FAR - 1` spans
+/// (~16 us) are appended to their span's list on the far wheel and spread over the
+/// near wheel when their span begins; later ones (timers) wait in a heap. The bucket
+/// being drained is sorted once, then read front to back.
 ///
-/// The horizon (~2.1 us) covers a frame time plus a link's latency, so the common
-/// events (port free, link arrival) never touch the heap; only timers do. Wheel
-/// entries are one `u64` (offset in the bucket, event) and carry no sequence number:
-/// a bucket holds its events in push order, and any of them that waited in the heap
-/// were pushed before every one that went straight to the wheel (the horizon only
-/// moves forward). So sorting a bucket by offset, stably, gives (time, push order).
+/// Both wheels stay small (their slot headers fit in L1), and link arrivals (a frame
+/// time plus a link's latency ahead) cost two appends instead of a heap push and pop.
+/// Wheel entries are one `u64` without a sequence number: a bucket holds its events in
+/// push order, and an event reaches a bucket from the heap, the far wheel or directly
+/// only in that order in time (each level's horizon only moves forward), so heap
+/// events (moved in (time, seq) order) come first, then far ones, then direct ones. A
+/// stable sort by offset therefore gives (time, push order) exactly.
 const BUCKET_BITS: u32 = 8; // 256 ps
-const WHEEL_BITS: u32 = 13;
-const WHEEL: usize = 1 << WHEEL_BITS;
+const NEAR_BITS: u32 = 10;
+const NEAR: usize = 1 << NEAR_BITS;
+const FAR: usize = 64;
+/// Bits of time a far-wheel entry keeps: the bucket within its span and the offset.
+const SPAN_BITS: u32 = BUCKET_BITS + NEAR_BITS;
 
-/// A far event as a single sortable integer: time (48 bits, ps: up to 281 s),
+/// A heap event as a single sortable integer: time (48 bits, ps: up to 281 s),
 /// insertion sequence (45 bits), event kind and id (35 bits).
 type Key = u128;
 const TIME_BITS: u32 = 48;
@@ -80,7 +87,7 @@ fn key_time(k: Key) -> u64 {
     (k >> (SEQ_BITS + EVENT_BITS)) as u64
 }
 
-/// Entries of a bucket: offset in the bucket (top BUCKET_BITS bits), then the event.
+/// Near-wheel entries: offset in the bucket (top BUCKET_BITS bits), then the event.
 const OFFSET_SHIFT: u32 = 64 - BUCKET_BITS;
 
 #[inline]
@@ -88,8 +95,35 @@ fn entry(at: u64, ev: u64) -> u64 {
     (at & ((1 << BUCKET_BITS) - 1)) << OFFSET_SHIFT | ev
 }
 
-/// Stable sort by offset of a short bucket (push order already breaks ties).
-fn insertion_sort_by_offset(v: &mut [u64]) {
+/// Far-wheel entries: time within the span, then the event.
+#[inline]
+fn far_entry(at: u64, ev: u64) -> u64 {
+    (at & ((1 << SPAN_BITS) - 1)) << EVENT_BITS | ev
+}
+
+/// Stable sort of a bucket by offset (push order already breaks ties). Long buckets
+/// first go through one counting pass on the offset's top 4 bits, which leaves the
+/// final insertion sort only short moves within each sixteenth of the bucket.
+fn sort_bucket(v: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    const COARSE_SHIFT: u32 = 64 - 4;
+    if v.len() > 16 {
+        let mut start = [0u32; 16];
+        for &e in v.iter() {
+            start[(e >> COARSE_SHIFT) as usize] += 1;
+        }
+        let mut sum = 0;
+        for c in start.iter_mut() {
+            (*c, sum) = (sum, sum + *c);
+        }
+        scratch.clear();
+        scratch.resize(v.len(), 0);
+        for &e in v.iter() {
+            let c = &mut start[(e >> COARSE_SHIFT) as usize];
+            scratch[*c as usize] = e;
+            *c += 1;
+        }
+        std::mem::swap(v, scratch);
+    }
     for i in 1..v.len() {
         let e = v[i];
         let mut j = i;
@@ -101,35 +135,19 @@ fn insertion_sort_by_offset(v: &mut [u64]) {
     }
 }
 
-/// Stable sort by offset of a long bucket: one counting pass over the 2^BUCKET_BITS
-/// offsets, then a scatter into `out`.
-fn counting_sort_by_offset(v: &[u64], out: &mut Vec<u64>) {
-    let mut start = [0u32; 1 << BUCKET_BITS];
-    for &e in v {
-        start[(e >> OFFSET_SHIFT) as usize] += 1;
-    }
-    let mut sum = 0;
-    for c in start.iter_mut() {
-        (*c, sum) = (sum, sum + *c);
-    }
-    out.clear();
-    out.resize(v.len(), 0);
-    for &e in v {
-        let c = &mut start[(e >> OFFSET_SHIFT) as usize];
-        out[*c as usize] = e;
-        *c += 1;
-    }
-}
-
 pub struct EventQueue {
     /// Entries of the bucket being drained, sorted; `next` indexes the first not yet popped.
     current: Vec<u64>,
     next: usize,
     /// Index of the bucket being drained (absolute: time >> BUCKET_BITS).
     cur_bucket: u64,
-    wheel: Vec<Vec<u64>>,
-    in_wheel: usize,
-    overflow: BinaryHeap<Reverse<Key>>,
+    /// Span of the bucket being drained (cur_bucket >> NEAR_BITS).
+    cur_span: u64,
+    near: Vec<Vec<u64>>,
+    in_near: usize,
+    far: Vec<Vec<u64>>,
+    in_far: usize,
+    heap: BinaryHeap<Reverse<Key>>,
     /// Events pushed for a bucket before the current one, as full keys, sorted. Only a
     /// caller that peeks (the next event is then already the current bucket's) and then
     /// schedules something earlier puts anything here.
@@ -146,9 +164,12 @@ impl Default for EventQueue {
             current: Vec::new(),
             next: 0,
             cur_bucket: 0,
-            wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
-            in_wheel: 0,
-            overflow: BinaryHeap::new(),
+            cur_span: 0,
+            near: (0..NEAR).map(|_| Vec::new()).collect(),
+            in_near: 0,
+            far: (0..FAR).map(|_| Vec::new()).collect(),
+            in_far: 0,
+            heap: BinaryHeap::new(),
             early: Vec::new(),
             scratch: Vec::new(),
             seq: 0,
@@ -163,10 +184,13 @@ impl EventQueue {
         // Callers keep times below MAX_TIME (config validation bounds max_time_ms).
         debug_assert!(at <= MAX_TIME && self.seq < 1 << SEQ_BITS);
         let b = at.0 >> BUCKET_BITS;
-        if b.wrapping_sub(self.cur_bucket + 1) < WHEEL as u64 - 1 {
-            // The common case: a later bucket within the horizon.
-            self.wheel[b as usize % WHEEL].push(entry(at.0, ev.pack()));
-            self.in_wheel += 1;
+        let ahead = (b >> NEAR_BITS).wrapping_sub(self.cur_span);
+        if ahead == 0 && b > self.cur_bucket {
+            self.near[b as usize % NEAR].push(entry(at.0, ev.pack()));
+            self.in_near += 1;
+        } else if ahead.wrapping_sub(1) < FAR as u64 - 1 {
+            self.far[(b >> NEAR_BITS) as usize % FAR].push(far_entry(at.0, ev.pack()));
+            self.in_far += 1;
         } else {
             self.push_other(at, ev);
         }
@@ -177,7 +201,7 @@ impl EventQueue {
     fn push_other(&mut self, at: Time, ev: Event) {
         let b = at.0 >> BUCKET_BITS;
         if b > self.cur_bucket {
-            self.overflow.push(Reverse(key(at.0, self.seq, ev.pack())));
+            self.heap.push(Reverse(key(at.0, self.seq, ev.pack())));
             self.seq += 1;
         } else if b == self.cur_bucket {
             // An event less than a bucket ahead: keep `current` sorted; it is the
@@ -219,42 +243,60 @@ impl EventQueue {
         self.current.clear();
         self.next = 0;
         loop {
-            let next_overflow = self
-                .overflow
-                .peek()
-                .map(|&Reverse(k)| key_time(k) >> BUCKET_BITS);
-            if self.in_wheel == 0 {
-                // Nothing within the horizon: jump straight to the next far event.
-                match next_overflow {
-                    None => return false,
-                    Some(b) => self.cur_bucket = b,
-                }
-            } else {
-                self.cur_bucket += 1;
-            }
-            // Far events first: they were all pushed before the wheel's.
-            if next_overflow == Some(self.cur_bucket) {
-                while let Some(&Reverse(k)) = self.overflow.peek() {
-                    if key_time(k) >> BUCKET_BITS > self.cur_bucket {
-                        break;
+            if self.in_near == 0 {
+                // The current span is done: on to the next span with events.
+                let span = if self.in_far > 0 {
+                    self.cur_span + 1
+                } else {
+                    match self.heap.peek() {
+                        None => return false,
+                        Some(&Reverse(k)) => key_time(k) >> SPAN_BITS,
                     }
-                    self.overflow.pop();
-                    self.current.push(entry(key_time(k), k as u64 & EVENT_MASK));
-                }
+                };
+                self.enter_span(span);
+                continue;
             }
-            let slot = &mut self.wheel[self.cur_bucket as usize % WHEEL];
-            self.in_wheel -= slot.len();
-            self.current.append(slot);
-            match self.current.len() {
-                0 => continue,
-                n if n <= 16 => insertion_sort_by_offset(&mut self.current),
-                _ => {
-                    counting_sort_by_offset(&self.current, &mut self.scratch);
-                    std::mem::swap(&mut self.current, &mut self.scratch);
-                }
+            self.cur_bucket += 1;
+            // Events left on the near wheel all lie in the rest of the current span.
+            debug_assert_eq!(self.cur_bucket >> NEAR_BITS, self.cur_span);
+            let slot = &mut self.near[self.cur_bucket as usize % NEAR];
+            if slot.is_empty() {
+                continue;
             }
+            self.in_near -= slot.len();
+            std::mem::swap(&mut self.current, slot);
+            sort_bucket(&mut self.current, &mut self.scratch);
             return true;
         }
+    }
+
+    /// Start span `span` (its first bucket not yet drained): spread its heap events,
+    /// then its far-wheel events, over the near wheel.
+    fn enter_span(&mut self, span: u64) {
+        debug_assert!(self.in_near == 0 && span > self.cur_span);
+        self.cur_span = span;
+        // One before the span's first bucket, so `advance` drains that bucket next.
+        self.cur_bucket = (span << NEAR_BITS).wrapping_sub(1);
+        while let Some(&Reverse(k)) = self.heap.peek() {
+            let t = key_time(k);
+            if t >> SPAN_BITS != span {
+                break;
+            }
+            self.heap.pop();
+            self.near[(t >> BUCKET_BITS) as usize % NEAR].push(entry(t, k as u64 & EVENT_MASK));
+            self.in_near += 1;
+        }
+        let slot = std::mem::take(&mut self.far[span as usize % FAR]);
+        self.in_far -= slot.len();
+        for &e in &slot {
+            let t = e >> EVENT_BITS;
+            self.near[(t >> BUCKET_BITS) as usize % NEAR].push(entry(t, e & EVENT_MASK));
+        }
+        self.in_near += slot.len();
+        // Hand the buffer back, keeping its capacity for the span FAR spans later.
+        let mut slot = slot;
+        slot.clear();
+        self.far[span as usize % FAR] = slot;
     }
 
     /// Time of the earliest event, without removing it.

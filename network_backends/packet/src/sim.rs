@@ -354,6 +354,7 @@ impl Simulation {
         }
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, t: Time, ev: Event) -> SimResult<()> {
         self.now = t;
         match ev {
@@ -637,6 +638,7 @@ impl Simulation {
 
     // ---- ports, links, switches ---------------------------------------------
 
+    #[inline]
     fn transmit(&mut self, port: usize, pkt: Packet) {
         let p = &mut self.ports[port];
         let wire = pkt.wire as u64;
@@ -655,6 +657,7 @@ impl Simulation {
     }
 
     /// Ask for a PortFree event when the current frame is done (at most one pending).
+    #[inline]
     fn wake_port(&mut self, port: usize) {
         let p = &mut self.ports[port];
         if !p.wake_pending {
