@@ -86,10 +86,24 @@ struct HostRt {
     wake_at: Option<Time>,
 }
 
+/// The per-flow fields read on every packet, kept apart from `FlowRt` in one small
+/// array: a host's send loop passes over flows that cannot send (with many flows per
+/// host, most wait for ACKs most of the time) reading only this, and a receiver turns
+/// a data packet into an ACK reading only this.
+#[derive(Clone, Copy)]
+struct FlowHot {
+    /// Pacing: no packet before then.
+    next_allowed: Time,
+    /// The sender (an ACK's destination).
+    src: u32,
+    /// Its window was full or loss recovery had nothing to send; neither changes
+    /// before the flow's next ACK or timeout (see `LossRecovery::next_packet`).
+    blocked: bool,
+}
+
 struct FlowRt {
     spec: FlowSpec,
     finish: Option<Time>,
-    next_allowed: Time,
     slot: usize,
     rto_pending: bool,
     timeouts_in_a_row: u32,
@@ -102,6 +116,7 @@ pub struct Simulation {
     cfg: SimConfig,
     topo: Topology,
     flows: Vec<FlowRt>,
+    hot: Vec<FlowHot>,
     ports: Vec<PortRt>,
     port_counts: Vec<PortCounts>,
     queued: Vec<u64>,
@@ -134,16 +149,25 @@ pub struct Simulation {
     completions: VecDeque<(Time, u32)>,
 }
 
-/// A hint to load `x`'s cache line into the cache.
+/// A hint to load `n` consecutive values starting at `x` into the cache (every line
+/// they touch: a frame in a FIFO buffer often straddles two lines). The values past `x`
+/// need not exist: only addresses are formed, nothing is read.
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+fn prefetch<T>(x: &T, n: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: `_mm_prefetch` is `unsafe` only for its `target_feature(sse)`, which
-        // every x86_64 CPU has; a prefetch never faults and changes no program state.
-        // Measured on scenario d: 10-15% less CPU time.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8) };
+        let first = x as *const T as *const i8;
+        let last = first.wrapping_add(n * std::mem::size_of::<T>() - 1);
+        let mut line = first;
+        while line < last {
+            // SAFETY: `_mm_prefetch` is `unsafe` only for its `target_feature(sse)`,
+            // which every x86_64 CPU has; a prefetch never faults, whatever the address,
+            // and changes no program state.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line) };
+            line = line.wrapping_add(64);
+        }
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(last) };
     }
 }
 
@@ -239,12 +263,19 @@ impl Simulation {
                 data_tx_bytes: 0,
             })
             .collect();
+        let hot = specs
+            .iter()
+            .map(|spec| FlowHot {
+                next_allowed: spec.start,
+                src: spec.src,
+                blocked: false,
+            })
+            .collect();
         let flows = specs
             .iter()
             .map(|&spec| FlowRt {
                 spec,
                 finish: None,
-                next_allowed: spec.start,
                 slot: 0,
                 rto_pending: false,
                 timeouts_in_a_row: 0,
@@ -280,6 +311,7 @@ impl Simulation {
             cfg,
             topo,
             flows,
+            hot,
             ports,
             lb,
             cc,
@@ -340,16 +372,17 @@ impl Simulation {
         const NEAR: usize = 3;
         const FAR: usize = 7;
         if let Some((p, _)) = self.events.port_event_ahead(FAR) {
-            prefetch(&self.ports[p as usize]);
+            prefetch(&self.ports[p as usize], 1);
         }
         if let Some((p, arrival)) = self.events.port_event_ahead(NEAR) {
             let rt = &self.ports[p as usize];
             if arrival {
+                // The frame, and the next one (its arrival time is read right after).
                 if let Some(f) = rt.wire.front() {
-                    prefetch(f);
+                    prefetch(f, 2);
                 }
             } else if let Some(f) = rt.q_hi.front().or_else(|| rt.q_lo.front()) {
-                prefetch(f);
+                prefetch(f, 1);
             }
         }
     }
@@ -407,7 +440,7 @@ impl Simulation {
             });
         }
         flow.spec.start = at;
-        flow.next_allowed = at;
+        self.hot[f as usize].next_allowed = at;
         self.events.push(at, Event::FlowStart(f));
         Ok(())
     }
@@ -481,19 +514,31 @@ impl Simulation {
         }
         let n = self.hosts[h as usize].active.len();
         let mut earliest: Option<Time> = None;
-        for i in 0..n {
-            let idx = (self.hosts[h as usize].rr + i) % n;
+        // Round robin from `rr`, stepping instead of taking a remainder per flow.
+        let mut next = if n == 0 {
+            0
+        } else {
+            self.hosts[h as usize].rr % n
+        };
+        for _ in 0..n {
+            let idx = next;
+            next = if idx + 1 == n { 0 } else { idx + 1 };
             let f = self.hosts[h as usize].active[idx];
-            let flow = &self.flows[f as usize];
-            if flow.next_allowed > self.now {
+            let hot = self.hot[f as usize];
+            if hot.next_allowed > self.now {
                 earliest =
-                    Some(earliest.map_or(flow.next_allowed, |e: Time| e.min(flow.next_allowed)));
+                    Some(earliest.map_or(hot.next_allowed, |e: Time| e.min(hot.next_allowed)));
+                continue;
+            }
+            if hot.blocked {
                 continue;
             }
             if self.loss.in_flight_bytes(f) >= self.cc.window_bytes(f) {
+                self.hot[f as usize].blocked = true;
                 continue;
             }
             let Some(send) = self.loss.next_packet(f, self.now) else {
+                self.hot[f as usize].blocked = true;
                 continue;
             };
             let entropy = self.lb.entropy(f, send.seq, self.now);
@@ -513,10 +558,10 @@ impl Simulation {
             self.live_packets += 1;
             let now = self.now;
             let gap = self.cc.pacing_gap(f, wire);
-            let flow = &mut self.flows[f as usize];
             if let Some(gap) = gap {
-                flow.next_allowed = now + gap;
+                self.hot[f as usize].next_allowed = now + gap;
             }
+            let flow = &mut self.flows[f as usize];
             flow.sent += 1;
             flow.retransmitted += send.retransmission as u64;
             self.bytes_sent += send.payload as u64;
@@ -547,7 +592,7 @@ impl Simulation {
             self.bytes_delivered += self.payload(&p);
             // The data packet becomes its own ACK, echoing its entropy and ECN mark.
             let entropy = self.lb.ack_entropy(p.flow, p.entropy, self.now);
-            let src = self.flows[p.flow as usize].spec.src;
+            let src = self.hot[p.flow as usize].src;
             let ack = Packet {
                 is_ack: true,
                 wire: self.cfg.packet.ack_bytes as u16,
@@ -566,6 +611,7 @@ impl Simulation {
             return;
         }
         let outcome = self.loss.on_ack(f, p.seq, self.now);
+        self.hot[f as usize].blocked = false;
         self.lb.on_ack(f, p.echo, p.ecn, self.now);
         self.cc.on_ack(
             f,
@@ -613,6 +659,7 @@ impl Simulation {
         let next = oldest + self.rto;
         if next <= self.now {
             let lost = self.loss.on_timeout(f, self.now, self.rto);
+            self.hot[f as usize].blocked = false;
             self.lb.on_timeout(f, self.now);
             self.cc.on_timeout(f, self.now);
             let flow = &mut self.flows[f as usize];
