@@ -166,9 +166,9 @@ pub struct Simulation {
     completions: VecDeque<(Time, u32)>,
 }
 
-/// A hint to load `n` consecutive values starting at `x` into the cache (every line
-/// they touch: a frame in a FIFO buffer often straddles two lines). The values past `x`
-/// need not exist: only addresses are formed, nothing is read.
+/// A hint to load `n` consecutive values starting at `x` into the cache: the lines of
+/// their first and last byte (a frame in a FIFO buffer often straddles two lines).
+/// The values past `x` need not exist: only addresses are formed, nothing is read.
 #[inline(always)]
 fn prefetch<T>(x: &T, n: usize) {
     #[cfg(target_arch = "x86_64")]
@@ -176,15 +176,13 @@ fn prefetch<T>(x: &T, n: usize) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let first = x as *const T as *const i8;
         let last = first.wrapping_add(n * std::mem::size_of::<T>() - 1);
-        let mut line = first;
-        while line < last {
-            // SAFETY: `_mm_prefetch` is `unsafe` only for its `target_feature(sse)`,
-            // which every x86_64 CPU has; a prefetch never faults, whatever the address,
-            // and changes no program state.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line) };
-            line = line.wrapping_add(64);
+        // SAFETY: `_mm_prefetch` is `unsafe` only for its `target_feature(sse)`, which
+        // every x86_64 CPU has; a prefetch never faults, whatever the address, and
+        // changes no program state.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(first);
+            _mm_prefetch::<_MM_HINT_T0>(last);
         }
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(last) };
     }
 }
 
@@ -388,8 +386,13 @@ impl Simulation {
     fn prefetch_ahead(&self) {
         const NEAR: usize = 3;
         const FAR: usize = 7;
-        if let Some((p, _)) = self.events.port_event_ahead(FAR) {
-            prefetch(&self.ports[p as usize], 1);
+        if let Some((p, arrival)) = self.events.port_event_ahead(FAR) {
+            // A link arrival reads the record's first line, a port that frees up all three.
+            let rt = &self.ports[p as usize];
+            prefetch(rt, 1);
+            if !arrival {
+                prefetch(&rt.q_hi, 1);
+            }
         }
         if let Some((p, arrival)) = self.events.port_event_ahead(NEAR) {
             let rt = &self.ports[p as usize];
@@ -701,7 +704,9 @@ impl Simulation {
 
     // ---- ports, links, switches ---------------------------------------------
 
-    #[inline]
+    // Always inlined: passed through memory, the packet is reloaded with wider loads
+    // than the stores that built it, which cannot be store-forwarded.
+    #[inline(always)]
     fn transmit(&mut self, port: usize, pkt: Packet) {
         let p = &mut self.ports[port];
         let wire = pkt.wire as u64;

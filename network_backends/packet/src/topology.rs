@@ -175,6 +175,14 @@ impl Topology {
         self.route[(node - self.n_hosts) as usize * self.n_edges as usize + e as usize]
     }
 
+    /// Where `group_towards(node, dst_edge)` reads (for prefetching).
+    #[inline]
+    pub fn route_entry(&self, node: NodeId, dst_edge: NodeId) -> Option<&GroupId> {
+        let e = self.edge_index[dst_edge as usize];
+        self.route
+            .get((node - self.n_hosts) as usize * self.n_edges as usize + e as usize)
+    }
+
     /// The ports of group `g` (the same as `groups[g]`).
     #[inline]
     pub fn group_ports(&self, g: GroupId) -> &[PortId] {
