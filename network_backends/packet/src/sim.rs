@@ -24,37 +24,86 @@ use crate::units::{Dur, Rate, Time, PS_PER_US};
 use rand::Rng as _;
 use std::collections::{BTreeMap, VecDeque};
 
+/// A packet: four 8-byte words, read through accessors. Stored as named fields (a u32
+/// and a u16 among them), the compiler copied packets as a 28-byte block plus the
+/// fields it had touched, with overlapping 16-byte moves through the stack; a reload
+/// that spans two such stores cannot be forwarded and waits for both (measured: the
+/// hottest instruction of the dequeue and arrival paths). Whole words copy cleanly.
 #[derive(Clone, Copy, Debug, Default)]
 struct Packet {
     sent_at: Time,
-    flow: u32,
-    seq: u32,
-    /// The label switches route on (ECMP hash input or source-routed path id).
-    entropy: u32,
-    /// The data packet's entropy, echoed back to the sender by its ACK.
-    echo: u32,
-    /// Destination host (for an ACK, the data sender).
-    dst: u32,
-    /// Frame size on the wire (config validation keeps frames within 16 bits).
-    wire: u16,
-    /// ACK and ECN bits in a plain byte rather than two bools: a bool gives
-    /// `Option<Packet>` a niche, and the compiler then copies popped packets as 31
-    /// bytes with overlapping moves that defeat store forwarding (measured: the
-    /// single hottest instruction of the dequeue path).
-    flags: u8,
+    /// flow | seq << 32
+    flow_seq: u64,
+    /// entropy (the label switches route on: ECMP hash input or source-routed path id)
+    /// | echo << 32 (the data packet's entropy, echoed back to the sender by its ACK)
+    entropy_echo: u64,
+    /// dst (destination host; for an ACK, the data sender) | wire << 32 (frame size on
+    /// the wire: config validation keeps frames within 16 bits) | flags << 48 (ACK, ECN)
+    dst_wire_flags: u64,
 }
 
 const ACK: u8 = 1;
 const ECN: u8 = 2;
 
 impl Packet {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn new(
+        sent_at: Time,
+        flow: u32,
+        seq: u32,
+        entropy: u32,
+        echo: u32,
+        dst: u32,
+        wire: u16,
+        flags: u8,
+    ) -> Packet {
+        Packet {
+            sent_at,
+            flow_seq: flow as u64 | (seq as u64) << 32,
+            entropy_echo: entropy as u64 | (echo as u64) << 32,
+            dst_wire_flags: dst as u64 | (wire as u64) << 32 | (flags as u64) << 48,
+        }
+    }
+    #[inline]
+    fn flow(&self) -> u32 {
+        self.flow_seq as u32
+    }
+    #[inline]
+    fn seq(&self) -> u32 {
+        (self.flow_seq >> 32) as u32
+    }
+    #[inline]
+    fn entropy(&self) -> u32 {
+        self.entropy_echo as u32
+    }
+    #[inline]
+    fn echo(&self) -> u32 {
+        (self.entropy_echo >> 32) as u32
+    }
+    #[inline]
+    fn dst(&self) -> u32 {
+        self.dst_wire_flags as u32
+    }
+    #[inline]
+    fn wire(&self) -> u16 {
+        (self.dst_wire_flags >> 32) as u16
+    }
+    #[inline]
+    fn flags(&self) -> u8 {
+        (self.dst_wire_flags >> 48) as u8
+    }
     #[inline]
     fn is_ack(&self) -> bool {
-        self.flags & ACK != 0
+        self.flags() & ACK != 0
     }
     #[inline]
     fn ecn(&self) -> bool {
-        self.flags & ECN != 0
+        self.flags() & ECN != 0
+    }
+    #[inline]
+    fn mark_ecn(&mut self) {
+        self.dst_wire_flags |= (ECN as u64) << 48;
     }
 }
 
@@ -564,16 +613,16 @@ impl Simulation {
             let entropy = self.lb.entropy(f, send.seq, self.now);
             let spec = self.flows[f as usize].spec;
             let wire = send.payload + self.cfg.packet.header_bytes;
-            let pkt = Packet {
-                flow: f,
-                seq: send.seq,
+            let pkt = Packet::new(
+                self.now,
+                f,
+                send.seq,
                 entropy,
-                echo: entropy,
-                dst: spec.dst,
-                wire: wire as u16,
-                sent_at: self.now,
-                flags: 0,
-            };
+                entropy,
+                spec.dst,
+                wire as u16,
+                0,
+            );
             self.live_packets += 1;
             let now = self.now;
             let gap = self.cc.pacing_gap(f, wire);
@@ -603,35 +652,38 @@ impl Simulation {
     }
 
     fn payload(&self, p: &Packet) -> u64 {
-        (p.wire as u32 - self.cfg.packet.header_bytes) as u64
+        (p.wire() as u32 - self.cfg.packet.header_bytes) as u64
     }
 
     fn host_receive(&mut self, h: u32, p: Packet) {
         if !p.is_ack() {
             self.bytes_delivered += self.payload(&p);
             // The data packet becomes its own ACK, echoing its entropy and ECN mark.
-            let entropy = self.lb.ack_entropy(p.flow, p.entropy, self.now);
-            let src = self.hot[p.flow as usize].src;
-            let ack = Packet {
-                flags: p.flags | ACK,
-                wire: self.cfg.packet.ack_bytes as u16,
-                dst: src,
+            let entropy = self.lb.ack_entropy(p.flow(), p.entropy(), self.now);
+            let src = self.hot[p.flow() as usize].src;
+            let ack = Packet::new(
+                p.sent_at,
+                p.flow(),
+                p.seq(),
                 entropy,
-                ..p
-            };
+                p.echo(),
+                src,
+                self.cfg.packet.ack_bytes as u16,
+                p.flags() | ACK,
+            );
             let port = self.topo.host_port[h as usize] as usize;
             self.ports[port].q_hi.push_back(ack);
             self.host_try_send(h);
             return;
         }
         self.live_packets -= 1;
-        let f = p.flow;
+        let f = p.flow();
         if self.draining || self.flows[f as usize].finish.is_some() {
             return;
         }
-        let outcome = self.loss.on_ack(f, p.seq, self.now);
+        let outcome = self.loss.on_ack(f, p.seq(), self.now);
         self.hot[f as usize].blocked = false;
-        self.lb.on_ack(f, p.echo, p.ecn(), self.now);
+        self.lb.on_ack(f, p.echo(), p.ecn(), self.now);
         self.cc.on_ack(
             f,
             outcome.newly_acked,
@@ -709,7 +761,7 @@ impl Simulation {
     #[inline(always)]
     fn transmit(&mut self, port: usize, pkt: Packet) {
         let p = &mut self.ports[port];
-        let wire = pkt.wire as u64;
+        let wire = pkt.wire() as u64;
         let ser = p.rate.serialization(wire);
         let arrive = self.now + ser + p.arrive_delay;
         if p.wire.is_empty() {
@@ -761,9 +813,9 @@ impl Simulation {
     }
 
     fn switch_receive(&mut self, node: u32, p: Packet) {
-        let dst_edge = self.topo.host_edge[p.dst as usize];
+        let dst_edge = self.topo.host_edge[p.dst() as usize];
         let out = if dst_edge == node {
-            self.topo.host_down_port[p.dst as usize]
+            self.topo.host_down_port[p.dst() as usize]
         } else {
             let group = self.topo.group_towards(node, dst_edge);
             let candidates = self.topo.group_ports(group);
@@ -780,11 +832,11 @@ impl Simulation {
                     salt: self.salts[node as usize],
                 };
                 let hdr = Header {
-                    flow: p.flow,
-                    dst: p.dst,
-                    entropy: p.entropy,
+                    flow: p.flow(),
+                    dst: p.dst(),
+                    entropy: p.entropy(),
                     is_ack: p.is_ack(),
-                    wire_bytes: p.wire as u32,
+                    wire_bytes: p.wire() as u32,
                 };
                 self.lb.choose_port(&view, &hdr)
             }
@@ -793,7 +845,7 @@ impl Simulation {
     }
 
     fn enqueue(&mut self, port: usize, p: Packet) {
-        let wire = p.wire as u64;
+        let wire = p.wire() as u64;
         if self.queued[port] + wire > self.cfg.switch.buffer_bytes {
             self.port_counts[port].drops += 1;
             if p.is_ack() {
@@ -824,10 +876,10 @@ impl Simulation {
         let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
             return;
         };
-        let left = self.queued[port] - pkt.wire as u64;
+        let left = self.queued[port] - pkt.wire() as u64;
         self.set_queued(port, left);
         if !pkt.is_ack() && self.cfg.switch.ecn && self.red_marks(left) {
-            pkt.flags |= ECN;
+            pkt.mark_ecn();
             self.port_counts[port].marks += 1;
         }
         self.transmit(port, pkt);
