@@ -155,7 +155,7 @@ struct HostRt {
 /// The per-flow fields read on every packet, kept apart from `FlowRt` in one small
 /// array: a host's send loop passes over flows that cannot send (with many flows per
 /// host, most wait for ACKs most of the time) reading only this, and a receiver turns
-/// a data packet into an ACK reading only this.
+/// a data packet into an ACK, and a sender checks an arriving ACK, reading only this.
 #[derive(Clone, Copy)]
 struct FlowHot {
     /// Pacing: no packet before then.
@@ -165,6 +165,10 @@ struct FlowHot {
     /// Its window was full or loss recovery had nothing to send; neither changes
     /// before the flow's next ACK or timeout (see `LossRecovery::next_packet`).
     blocked: bool,
+    /// The flow is complete (`FlowRt::finish` is set).
+    done: bool,
+    /// `FlowRt::timeouts_in_a_row` is not zero (so an ACK need not touch `FlowRt`).
+    timed_out: bool,
 }
 
 struct FlowRt {
@@ -333,6 +337,8 @@ impl Simulation {
                 next_allowed: spec.start,
                 src: spec.src,
                 blocked: false,
+                done: false,
+                timed_out: false,
             })
             .collect();
         let flows = specs
@@ -678,7 +684,7 @@ impl Simulation {
         }
         self.live_packets -= 1;
         let f = p.flow();
-        if self.draining || self.flows[f as usize].finish.is_some() {
+        if self.draining || self.hot[f as usize].done {
             return;
         }
         let outcome = self.loss.on_ack(f, p.seq(), self.now);
@@ -691,7 +697,8 @@ impl Simulation {
             self.now - p.sent_at,
             self.now,
         );
-        if outcome.newly_acked > 0 {
+        if outcome.newly_acked > 0 && self.hot[f as usize].timed_out {
+            self.hot[f as usize].timed_out = false;
             self.flows[f as usize].timeouts_in_a_row = 0;
         }
         if outcome.complete {
@@ -703,6 +710,7 @@ impl Simulation {
     fn finish_flow(&mut self, f: u32) {
         let flow = &mut self.flows[f as usize];
         flow.finish = Some(self.now);
+        self.hot[f as usize].done = true;
         self.done += 1;
         if self.driven {
             self.completions.push_back((self.now, f));
@@ -736,6 +744,7 @@ impl Simulation {
             let flow = &mut self.flows[f as usize];
             flow.timeouts += 1;
             flow.timeouts_in_a_row += 1;
+            self.hot[f as usize].timed_out = true;
             if flow.timeouts_in_a_row > self.cfg.limits.max_timeouts {
                 let reason = format!(
                     "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts); {lost} packets presumed lost in the last one",
