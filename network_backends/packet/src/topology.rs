@@ -175,12 +175,15 @@ impl Topology {
         self.route[(node - self.n_hosts) as usize * self.n_edges as usize + e as usize]
     }
 
-    /// Where `group_towards(node, dst_edge)` reads (for prefetching).
+    /// Where `group_towards(node, dst_edge)` reads, for prefetching: computed without
+    /// branches or checks, so it is any address when `node` is a host.
     #[inline]
-    pub fn route_entry(&self, node: NodeId, dst_edge: NodeId) -> Option<&GroupId> {
+    pub fn route_addr(&self, node: NodeId, dst_edge: NodeId) -> *const GroupId {
         let e = self.edge_index[dst_edge as usize];
+        let row = node.wrapping_sub(self.n_hosts) as usize;
         self.route
-            .get((node - self.n_hosts) as usize * self.n_edges as usize + e as usize)
+            .as_ptr()
+            .wrapping_add(row.wrapping_mul(self.n_edges as usize) + e as usize)
     }
 
     /// The ports of group `g` (the same as `groups[g]`).
