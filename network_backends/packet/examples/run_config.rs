@@ -13,7 +13,7 @@ fn main() {
         Ok(r) => {
             let wall = t0.elapsed().as_secs_f64();
             println!(
-                "cct_us={:.3} bound_us={:.3} increase={:.4} events={} hops={} wall_s={:.2} Mhops/s={:.2} drops={} marks={}",
+                "cct_us={:.3} bound_us={:.3} increase={:.4} events={} hops={} wall_s={:.2} Mhops/s={:.2} drops={} marks={} digest={:016x}",
                 r.cct_ps as f64 / 1e6,
                 r.lower_bound_ps as f64 / 1e6,
                 r.cct_increase(),
@@ -22,7 +22,8 @@ fn main() {
                 wall,
                 r.data_packet_hops as f64 / wall / 1e6,
                 r.data_packets_dropped,
-                r.ecn_marks
+                r.ecn_marks,
+                r.digest
             );
             for s in &r.stages {
                 println!(

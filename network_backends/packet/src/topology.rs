@@ -39,9 +39,14 @@ pub struct Topology {
     /// Dense index of each edge switch (u32::MAX for other nodes).
     pub edge_index: Vec<u32>,
     pub n_edges: u32,
-    /// route[(node * n_edges) + edge] = group of next hops towards that edge switch.
+    /// route[((node - n_hosts) * n_edges) + edge] = group of next hops at switch `node`
+    /// towards that edge switch (hosts come first among nodes and have no row).
     route: Vec<GroupId>,
     pub groups: Vec<Vec<PortId>>,
+    /// The groups again, flat (group g is group_ports[group_start[g]..group_start[g + 1]]),
+    /// so a lookup on the forwarding path reads one small hot array.
+    group_start: Vec<u32>,
+    group_ports: Vec<PortId>,
     /// Hops of the longest shortest host-to-host path (6 for a 3-tier fat tree).
     pub diameter_hops: u32,
 }
@@ -167,7 +172,28 @@ impl Topology {
     #[inline]
     pub fn group_towards(&self, node: NodeId, dst_edge: NodeId) -> GroupId {
         let e = self.edge_index[dst_edge as usize];
-        self.route[node as usize * self.n_edges as usize + e as usize]
+        self.route[(node - self.n_hosts) as usize * self.n_edges as usize + e as usize]
+    }
+
+    /// Where `group_towards(node, dst_edge)` reads, for prefetching: computed without
+    /// branches or checks, so it is any address when `node` is a host.
+    #[inline]
+    pub fn route_addr(&self, node: NodeId, dst_edge: NodeId) -> *const GroupId {
+        let e = self.edge_index[dst_edge as usize];
+        let row = node.wrapping_sub(self.n_hosts) as usize;
+        self.route
+            .as_ptr()
+            .wrapping_add(row.wrapping_mul(self.n_edges as usize) + e as usize)
+    }
+
+    /// The ports of group `g` (the same as `groups[g]`).
+    #[inline]
+    pub fn group_ports(&self, g: GroupId) -> &[PortId] {
+        let (a, b) = (
+            self.group_start[g as usize],
+            self.group_start[g as usize + 1],
+        );
+        &self.group_ports[a as usize..b as usize]
     }
 
     pub fn stage_name(&self, port: PortId) -> String {
@@ -255,7 +281,10 @@ impl Builder {
             }
         }
         // BFS over switches from every edge switch; next hops are ports one step closer.
-        let mut route = vec![NO_GROUP; n * n_edges as usize];
+        // Hosts are numbered first; only switches have routing rows.
+        debug_assert!(self.tier[..n_hosts as usize].iter().all(|&t| t == 0));
+        debug_assert!(self.tier[n_hosts as usize..].iter().all(|&t| t != 0));
+        let mut route = vec![NO_GROUP; (n - n_hosts as usize) * n_edges as usize];
         let mut groups: Vec<Vec<PortId>> = Vec::new();
         let mut group_ids: HashMap<Vec<PortId>, GroupId> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
@@ -297,11 +326,18 @@ impl Builder {
                 if g == next {
                     groups.push(hops);
                 }
-                route[u * n_edges as usize + ei as usize] = g;
+                route[(u - n_hosts as usize) * n_edges as usize + ei as usize] = g;
             }
         }
+        let mut group_start = vec![0u32];
+        for g in &groups {
+            group_start.push(group_start.last().unwrap() + g.len() as u32);
+        }
+        let group_ports = groups.concat();
         Ok(Topology {
             n_hosts,
+            group_start,
+            group_ports,
             tier: self.tier,
             tier_names: self.tier_names,
             pod: self.pod,

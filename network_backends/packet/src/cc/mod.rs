@@ -14,7 +14,9 @@ pub struct CcInit {
 }
 
 pub trait CongestionControl: Send {
-    /// Bytes the flow may have in flight (u64::MAX: no window).
+    /// Bytes the flow may have in flight (u64::MAX: no window). Changes only in
+    /// `on_ack` and `on_timeout` (the engine does not ask a flow with a full window
+    /// again before one of them).
     fn window_bytes(&self, flow: FlowId) -> u64;
 
     /// Minimum time between the starts of two packets of `wire_bytes`

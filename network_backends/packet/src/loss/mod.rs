@@ -32,6 +32,8 @@ pub struct AckOutcome {
 
 pub trait LossRecovery: std::marker::Send {
     /// The next packet `flow` should send now, recorded as sent; None if nothing is due.
+    /// After a None the engine stops asking until the flow's next `on_ack` or
+    /// `on_timeout`: nothing may become due only because time passed.
     fn next_packet(&mut self, flow: FlowId, now: Time) -> Option<Send>;
 
     fn on_ack(&mut self, flow: FlowId, seq: u32, now: Time) -> AckOutcome;
