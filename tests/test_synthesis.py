@@ -259,6 +259,8 @@ def test_routing_matrix_sets_every_split_and_is_checked():
         synthesize(model, Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=[[8, 0, 0, 0], [7, 0, 0, 0]] + routing[2:]))
     with pytest.raises(ConfigError, match=r"routing must be an ep x ep matrix \(4 x 4\)"):
         Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=[[8, 0, 0]] * 4)
+    with pytest.raises(ConfigError, match="routing must be an ep x ep matrix of token counts, got 5"):
+        Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=5)
     with pytest.raises(ConfigError, match="routing entries must be non-negative integers"):
         Plan("dp", world=4, gpus_per_server=1, seq=8, ep=4, routing=[[9, -1, 0, 0]] * 4)
 

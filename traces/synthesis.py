@@ -109,7 +109,10 @@ class Plan:
             raise ConfigError(f"with tp and ep, tp ({self.tp}) must divide the tokens per micro-batch "
                               f"(seq x micro_batch = {self.seq * self.micro_batch}): each tp rank routes its share", "tp")
         if self.routing is not None:
-            object.__setattr__(self, "routing", tuple(tuple(row) for row in self.routing))  # lists from JSON
+            try:
+                object.__setattr__(self, "routing", tuple(tuple(row) for row in self.routing))  # lists from JSON
+            except TypeError:
+                raise ConfigError(f"routing must be an ep x ep matrix of token counts, got {self.routing!r}", "routing") from None
             if len(self.routing) != self.ep or any(len(row) != self.ep for row in self.routing):
                 raise ConfigError(f"routing must be an ep x ep matrix ({self.ep} x {self.ep}) of token counts, got "
                                   f"{len(self.routing)} rows of lengths {sorted({len(r) for r in self.routing})}", "routing")
