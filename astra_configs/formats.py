@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, load_json
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)
 REQUIRED = object()
@@ -58,15 +58,6 @@ ALGORITHMS = ["ring", "direct", "recursive_doubling", "halving_doubling", "doubl
 ASTRA_ALGORITHM_NAMES = {"oneRing": "ring", "oneDirect": "direct", "doubleBinaryTree": "double_binary_tree",
                          "halvingDoubling": "halving_doubling", "oneHalvingDoubling": "halving_doubling",
                          "recursiveDoubling": "recursive_doubling"}
-
-
-def _load_json(path: Path, what: str) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"{path}: {what} file not found", what)
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e})", what) from None
 
 
 def canonical_algorithm(name: str, where: str) -> str:
@@ -152,7 +143,7 @@ def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
 
 def read_system(path: str | Path) -> SystemConfig:
     path = Path(path)
-    return check_system(_load_json(path, "system"), str(path))
+    return check_system(load_json(path, "system", "system"), str(path))
 
 
 def write_system(cfg: SystemConfig, path: str | Path) -> None:
@@ -288,7 +279,7 @@ def read_memory(path: str | Path | None) -> RemoteMemory:
     if path is None:
         return RemoteMemory()
     path = Path(path)
-    raw = _load_json(path, "remote memory")
+    raw = load_json(path, "remote memory", "remote memory")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a JSON object", "remote memory")
     for key, value in raw.items():
@@ -308,7 +299,7 @@ def read_memory(path: str | Path | None) -> RemoteMemory:
 def read_comm_groups(path: str | Path) -> dict[str, list[int]]:
     """ASTRA-sim's comm-group JSON: {"<group id>": [rank, ...]}; nodes name a group by `pg_name`."""
     path = Path(path)
-    raw = _load_json(path, "comm group")
+    raw = load_json(path, "comm group", "comm group")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a JSON object {{\"<group id>\": [ranks]}}", "comm group")
     for key, ranks in raw.items():

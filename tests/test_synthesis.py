@@ -411,3 +411,18 @@ def test_rescaling_an_expert_parallel_trace_equals_synthesizing_the_larger_world
     assert v.problems(*v.load(tmp_path / "r8")) == []
     with pytest.raises(RescaleError, match=r"repeats every 2 ranks; ranks \(7\) must be a multiple of 2"):
         rescale(tmp_path / "w4", 7, tmp_path / "r7")
+
+
+def test_rescale_recognises_group_shapes_and_the_cli_refuses_malformed_workload_options(tmp_path):
+    from typer.testing import CliRunner
+
+    from tracefabric.cli import app
+    from tracefabric.traces.rescale import _shape
+
+    assert _shape([0, 1, 2, 3, 4, 5], 6) == ("world", 6)
+    assert _shape([3, 4, 5], 6) == ("block", 3)
+    assert _shape([1, 4], 6) == ("strided", 3)
+    assert _shape([1, 2], 6) == ("other", 0)  # not aligned to a block of 2
+    assert _shape([0, 2, 5], 6) == ("other", 0)
+    res = CliRunner().invoke(app, ["trace", "capture", "--workload", "moe", "--option", "ep3", "--out", str(tmp_path)])
+    assert isinstance(res.exception, ConfigError) and "--option must be KEY=VALUE (got 'ep3')" in str(res.exception)

@@ -3,6 +3,10 @@ carrying the fields that identify what was wrong."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 
 class TracefabricError(Exception):
     """Base class of every error tracefabric raises on purpose."""
@@ -87,3 +91,14 @@ def from_system(err: Exception) -> TracefabricError:
     if variant in ("Config", "Workload"):
         return ConfigError(message, variant.lower())
     return SimulationError(message, variant.lower())
+
+
+def load_json(path: str | Path, field: str, what: str = "") -> Any:
+    """A JSON file, or a ConfigError naming the file (and `what` it should be) and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what + ' ' if what else ''}file not found", field)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})", field) from None

@@ -11,11 +11,10 @@ the layer `trace capture --workload moe` trains.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, load_json
 
 
 @dataclass(frozen=True)
@@ -159,12 +158,7 @@ def get_model(name: str) -> ModelSpec:
 def from_hf_config(path: str | Path) -> ModelSpec:
     """Read a Hugging Face `config.json` (Llama, Mistral/Mixtral, GPT-2 or DeepSeek-V3 style)."""
     path = Path(path)
-    try:
-        c = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found", "model") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e})", "model") from None
+    c = load_json(path, "model")
 
     def need(*keys: str) -> int:
         for k in keys:

@@ -33,7 +33,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError
 from . import validate as v
-from .chakra_io import COMM_TYPES, _framed, read_pb_trace
+from .chakra_io import COMM_TYPES, _attr_value, _framed, read_pb_trace
 from .convert import tensor_records
 
 RESIZED = {COMM_TYPES["ALL_GATHER"], COMM_TYPES["REDUCE_SCATTER"]}
@@ -143,7 +143,7 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             node = pb.Node()
             node.CopyFrom(part)
             attrs = {a.name: a for a in node.attr}
-            gid, width = new_group(str(_value(attrs["pg_name"])), r)
+            gid, width = new_group(str(_attr_value(attrs["pg_name"])), r)
             _set_group(attrs["pg_name"], gid)
             if attrs["comm_type"].int64_val in RESIZED:
                 old = attrs["comm_size"].int64_val
@@ -159,10 +159,6 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
               "resized_on_rank0": changed}
     (out / "rescale.json").write_text(json.dumps(report, indent=1))
     return report
-
-
-def _value(a: pb.AttributeProto) -> Any:
-    return a.string_val if a.WhichOneof("value") == "string_val" else a.int64_val
 
 
 def _set_group(a: pb.AttributeProto, gid: str) -> None:

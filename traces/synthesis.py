@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, load_json
 from .chakra_io import COMM_TYPES, EtNode, comm_type_name, encode_trace
 from .models import ModelSpec
 
@@ -372,12 +372,7 @@ def _splits(total: int, n: int, imbalance: float, rng: random.Random) -> list[in
 def read_routing(path: str | Path) -> list[list[int]]:
     """An EP routing matrix from JSON: a list of rows, or {"routing": [...]}."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found", "routing") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e})", "routing") from None
+    data = load_json(path, "routing")
     rows = data.get("routing") if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise ConfigError(f"{path}: expected a list of rows of token counts (or {{\"routing\": [...]}})", "routing")
