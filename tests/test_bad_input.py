@@ -56,6 +56,8 @@ def test_self_addressed_zero_size_and_unknown_hosts_are_refused(traffic, field):
 def test_bad_sizes_and_config_fields():
     with pytest.raises(ConfigError, match="traffic.size"):
         simulate("fat-tree:k=4", "permutation:size=12parsecs")
+    with pytest.raises(ConfigError, match="traffic.staggered.*expected true or false, got 'sometimes'"):
+        simulate("fat-tree:k=4", "all-to-all:size=4KiB,staggered=sometimes")
     with pytest.raises(ConfigError, match="switch.buffer_bytes"):
         simulate("fat-tree:k=4", "permutation:size=4KiB", switch={"buffer_bytes": 100})
     with pytest.raises(ConfigError, match="unknown field `rate_gbs`"):

@@ -108,7 +108,9 @@ def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
         return cfg
     if kind in ("all-to-all", "alltoall", "ata"):
         cfg = {"kind": "all_to_all", "bytes": parse_size(p.pop("size", ""), "traffic.size")}
-        _no_leftovers(p, "traffic", ["size"])
+        if "staggered" in p:
+            cfg["staggered"] = _bool(p.pop("staggered"), "traffic.staggered")
+        _no_leftovers(p, "traffic", ["size", "staggered"])
         return cfg
     if kind == "incast":
         cfg = {"kind": "incast", "dst": _int(p, "dst", "traffic", 0), "senders": _int(p, "senders", "traffic"),

@@ -16,7 +16,9 @@ impl Algorithm for Direct {
         let n = spec.n;
         let nb = n as u64;
         let mut b = DagBuilder::new("direct");
-        let peers = |p: u32| (0..n).filter(move |&q| q != p);
+        // Peers staggered (p+1, p+2, ... mod n), as collective libraries schedule them:
+        // each round of the senders' round-robin is then a permutation, not an incast.
+        let peers = |p: u32| (1..n).map(move |i| (p + i) % n);
         match spec.kind {
             CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => {
                 let mut into: Vec<Vec<u32>> = vec![Vec::new(); n as usize];

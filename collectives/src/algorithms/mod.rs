@@ -261,6 +261,22 @@ mod tests {
     }
 
     #[test]
+    fn direct_all_to_all_staggers_peers_so_each_round_is_a_permutation() {
+        let n = 6u32;
+        let dag = by_name("direct")
+            .unwrap()
+            .build(&spec(CollectiveKind::AllToAll, n, 6 * 1024))
+            .unwrap();
+        // Transfers come sender by sender; the i-th of every sender goes to sender + i + 1.
+        assert_eq!(dag.len(), (n * (n - 1)) as usize);
+        for k in 0..dag.len() {
+            let (p, i) = (k as u32 / (n - 1), k as u32 % (n - 1));
+            let t = dag.transfer(k);
+            assert_eq!((t.src, t.dst), (p, (p + i + 1) % n), "transfer {k}");
+        }
+    }
+
+    #[test]
     fn names_and_aliases() {
         assert_eq!(
             by_name("doubleBinaryTree").unwrap().name(),

@@ -142,8 +142,14 @@ pub enum TrafficConfig {
         #[serde(default)]
         inter_pod: bool,
     },
-    /// Every ordered pair of distinct hosts exchanges `bytes`.
-    AllToAll { bytes: u64 },
+    /// Every ordered pair of distinct hosts exchanges `bytes`. Each host lists its peers
+    /// in ascending order (htsim's many-to-many matrix), or with `staggered` from its
+    /// own id on (s+1, s+2, ... mod n, as collective libraries schedule them).
+    AllToAll {
+        bytes: u64,
+        #[serde(default)]
+        staggered: bool,
+    },
     /// `senders` hosts (the lowest ids other than `dst`) each send `bytes` to `dst`.
     Incast { dst: u32, senders: u32, bytes: u64 },
     /// An explicit flow list (start times in picoseconds).

@@ -35,18 +35,24 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
                 })
                 .collect()
         }
-        TrafficConfig::AllToAll { bytes } => {
+        TrafficConfig::AllToAll { bytes, staggered } => {
+            // A host's NIC serves its flows round-robin in list order. In ascending
+            // order every host sends to host 0, then all to host 1, ... (a rolling
+            // incast); staggered, each round is a permutation.
             let mut v = Vec::with_capacity((n as usize) * (n as usize - 1));
             for s in 0..n {
-                for d in 0..n {
-                    if s != d {
-                        v.push(FlowSpec {
-                            src: s,
-                            dst: d,
-                            bytes: *bytes,
-                            start: Time::ZERO,
-                        });
-                    }
+                for i in 1..n {
+                    let dst = if *staggered {
+                        (s + i) % n
+                    } else {
+                        i - (i <= s) as u32
+                    };
+                    v.push(FlowSpec {
+                        src: s,
+                        dst,
+                        bytes: *bytes,
+                        start: Time::ZERO,
+                    });
                 }
             }
             v
@@ -217,7 +223,7 @@ mod tests {
     use crate::units::{Dur, Rate};
 
     #[test]
-    fn permutations_are_derangements_and_inter_pod_when_asked() {
+    fn permutations_are_derangements_and_all_to_all_rounds_are_permutations() {
         let topo = Topology::build(
             &TopologyConfig::FatTree { k: 8 },
             Rate::from_gbps(800.0),
@@ -247,7 +253,35 @@ mod tests {
                 }
             }
         }
-        let a = generate(&TrafficConfig::AllToAll { bytes: 5 }, &topo, 0).unwrap();
-        assert_eq!(a.len(), 128 * 127);
+        for staggered in [false, true] {
+            let a = generate(
+                &TrafficConfig::AllToAll {
+                    bytes: 5,
+                    staggered,
+                },
+                &topo,
+                0,
+            )
+            .unwrap();
+            assert_eq!(a.len(), 128 * 127);
+            let mut pairs = std::collections::HashSet::new();
+            for (k, x) in a.iter().enumerate() {
+                assert_eq!(x.src as usize, k / 127);
+                assert!(x.src != x.dst && pairs.insert((x.src, x.dst)));
+                if !staggered {
+                    assert!(k % 127 == 0 || a[k - 1].dst < x.dst, "ascending");
+                }
+            }
+            if !staggered {
+                continue;
+            }
+            // Staggered: the i-th flow of every host goes to a different host, so each
+            // round of the NICs' round-robin is a permutation, not an incast.
+            for i in 0..127 {
+                let mut dsts: Vec<u32> = (0..128).map(|s| a[s * 127 + i].dst).collect();
+                dsts.sort_unstable();
+                assert_eq!(dsts, (0..128).collect::<Vec<u32>>(), "round {i}");
+            }
+        }
     }
 }
