@@ -7,12 +7,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tracefabric_packet::{SimConfig, SimError, Simulation};
 
-/// Rust allocations of the extension (not Python's) go through mimalloc: the packet
-/// engine keeps thousands of small, growing FIFO buffers (one set per port), which it
-/// packs more densely than the system allocator (see benchmarks/README.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 create_exception!(
     _core,
     EngineError,
