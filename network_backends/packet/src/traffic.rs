@@ -45,7 +45,7 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
                     let dst = if *staggered {
                         (s + i) % n
                     } else {
-                        i - (i <= s) as u32
+                        i - (i <= s) as u32 // 0, 1, ..., n-1 without s
                     };
                     v.push(FlowSpec {
                         src: s,
