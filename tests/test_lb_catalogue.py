@@ -134,15 +134,18 @@ def test_paralet_worst_link_follows_its_slowdown_model():
 
 
 def test_fig1b_ordering_over_ten_seeds():
-    """Permutation, 1 MiB, OFAN defaults: packet spraying < SUBFLOW and PLB < ECMP (mean CCT)."""
+    """Permutation, 1 MiB, OFAN defaults (mean CCT): packet spraying < SUBFLOW < ECMP, and
+    HOST FLOWLET AR (PLB) worse than SUBFLOW, as OFAN §5.1 reports for the permutation (its
+    ECN feedback arrives after most of a flow has left). PLB and ECMP both lose packets in
+    the first BDP and wait out timeouts: they are not ordered here."""
     def mean_cct(scheme):
         return np.mean([simulate("fat-tree:k=8", "permutation:size=1MiB", scheme=scheme, seed=s).cct_us for s in range(1, 11)])
 
     cct = {s: mean_cct(s) for s in ("ecmp", "subflow", "plb", "host_spray", "switch_rr", "reps", "switch_ar", "ofan")}
     print({k: round(v, 2) for k, v in cct.items()})
     per_packet = max(cct[s] for s in ("host_spray", "switch_rr", "reps", "switch_ar", "ofan"))
-    assert per_packet < cct["subflow"] and per_packet < cct["plb"]
-    assert cct["subflow"] < cct["ecmp"] and cct["plb"] < cct["ecmp"]
+    assert per_packet < cct["subflow"] < cct["plb"]
+    assert cct["subflow"] < cct["ecmp"]
 
 
 def test_compare_runs_every_scheme_and_reports_queue_pairs_and_pointers(tmp_path, monkeypatch):

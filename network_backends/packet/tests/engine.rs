@@ -47,6 +47,30 @@ fn one_flow_on_an_idle_fat_tree_takes_exactly_serialization_plus_propagation() {
 }
 
 #[test]
+fn a_two_to_one_incast_drains_its_bottleneck_back_to_back() {
+    // Hosts 2 and 3 (one edge switch) each send 50 packets to host 0 (another edge, same
+    // pod). Wherever the two flows first share a port (the edge uplink or host 0's
+    // downlink), that port sends all 100 frames back to back, so the last one reaches
+    // host 0 after four store-and-forward hops plus 99 frame periods, and its ACK comes
+    // back over four idle hops. With zero link latency a port's frame lands before the
+    // port is free again, so switch queues drain through PortFree events, not through
+    // their links' arrivals (see `Simulation::catch_up`).
+    for latency_ps in [0u64, 500_000] {
+        for lb in ["ecmp", "host_spray"] {
+            let r = run(json!({"topology": {"kind": "fat_tree", "k": 4},
+                               "link": {"latency_ns": latency_ps as f64 / 1e3},
+                               "traffic": flows(&[(2, 0, 50 * 4096), (3, 0, 50 * 4096)]),
+                               "scheme": {"lb": lb}}))
+            .unwrap();
+            let want = 4 * (41_580 + latency_ps) + 99 * (41_580 + 200) + 4 * (640 + latency_ps);
+            assert_eq!(r.cct_ps, want, "{lb}, latency {latency_ps} ps");
+            assert_eq!(r.data_packet_hops, 100 * 4);
+            conserved(&r);
+        }
+    }
+}
+
+#[test]
 fn switch_latency_adds_once_per_switch_each_way() {
     let r = run(
         json!({"topology": {"kind": "fat_tree", "k": 4}, "switch": {"latency_ns": 100.0},

@@ -21,6 +21,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for Jsq {
+    fn reads_queues(&self) -> bool {
+        true
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }

@@ -105,6 +105,12 @@ pub trait LoadBalancer: Send {
         view.candidates[ecmp_index(view.salt, hdr, view.candidates.len())]
     }
 
+    /// True if `choose_port` reads `view.queued_bytes` (the engine then brings the
+    /// candidates' queues up to date first; see `Simulation::catch_up`).
+    fn reads_queues(&self) -> bool {
+        false
+    }
+
     /// Named counts of the state the scheme used, for reports: `queue_pairs` (host
     /// connections, as the Ethereal paper counts them; the engine reports one per flow
     /// when a scheme does not say), `pointers` (round-robin pointers, as the OFAN paper

@@ -35,6 +35,10 @@ fn bin(edges: &[f64; 3], queued: u64, buffer: u64) -> u64 {
 }
 
 impl LoadBalancer for SwitchAr {
+    fn reads_queues(&self) -> bool {
+        true
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }
