@@ -867,7 +867,6 @@ impl Simulation {
                     for i in 0..n {
                         let c = self.topo.group_ports(group)[i] as usize;
                         self.catch_up(c, self.now);
-                        self.keep_draining(c);
                     }
                 }
                 let candidates = self.topo.group_ports(group);
@@ -953,7 +952,9 @@ impl Simulation {
     }
 
     /// A switch port with frames queued and none on its link has nothing that will catch
-    /// it up: ask for an event when it frees up.
+    /// it up: ask for an event when it frees up. Needed only after its link lost a frame,
+    /// its wake-up fired or a packet joined its queue: a catch-up that sends a frame leaves
+    /// one on the link, and one that sends nothing changes nothing.
     #[inline]
     fn keep_draining(&mut self, port: usize) {
         if self.queued[port] > 0 && self.ports[port].wire.is_empty() {
@@ -966,7 +967,6 @@ impl Simulation {
         for port in 0..self.ports.len() {
             if !self.ports[port].owner_is_host {
                 self.catch_up(port, upto);
-                self.keep_draining(port);
             }
         }
     }
