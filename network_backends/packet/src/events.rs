@@ -180,7 +180,7 @@ impl Default for EventQueue {
 
 impl EventQueue {
     // Always inlined: called a few times per event, its prologue and epilogue alone
-    // cost 3% of all instructions.
+    // were 2.6% of all instructions (cachegrind, k=8).
     #[inline(always)]
     pub fn push(&mut self, at: Time, ev: Event) {
         // Callers keep times below MAX_TIME (config validation bounds max_time_ms).
