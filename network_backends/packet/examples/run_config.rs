@@ -3,6 +3,10 @@
 
 use std::time::Instant;
 
+// The Python extension's allocator (see tools/bindings/src/lib.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let path = std::env::args()
         .nth(1)

@@ -12,10 +12,24 @@ use crate::params::ParamReader;
 use crate::units::{Dur, Time};
 use std::collections::VecDeque;
 
+/// A symbol in one word: its send time << 16 | its payload, or 0 once settled (acked
+/// or presumed lost). Event times fit in 48 bits (`events::MAX_TIME`) and config
+/// validation keeps frames, so payloads, within 16 bits. Half the size of an enum of
+/// the two: with thousands of flows an ACK's slot is usually a cache miss, and (c) of
+/// the benchmarks touches megabytes of them.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Symbol {
-    InFlight { sent: Time, payload: u32 },
-    Done,
+struct Symbol(u64);
+
+impl Symbol {
+    const DONE: Symbol = Symbol(0);
+    fn in_flight(sent: Time, payload: u32) -> Symbol {
+        debug_assert!(sent <= crate::events::MAX_TIME && payload > 0 && payload <= u16::MAX as u32);
+        Symbol(sent.0 << 16 | payload as u64)
+    }
+    /// (send time, payload) of a symbol still in flight.
+    fn outstanding(self) -> Option<(Time, u32)> {
+        (self != Symbol::DONE).then_some((Time(self.0 >> 16), self.0 as u16 as u32))
+    }
 }
 
 #[derive(Default)]
@@ -35,6 +49,12 @@ pub struct Erasure {
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
     ParamReader::new("loss", "erasure", params).finish()?;
+    if init.payload_bytes == 0 || init.payload_bytes > u16::MAX as u32 {
+        return Err(crate::error::SimError::InvalidConfig {
+            field: "packet.payload_bytes".to_string(),
+            message: format!("must be 1..=65535 for erasure, got {}", init.payload_bytes),
+        });
+    }
     let flows = init
         .flow_bytes
         .iter()
@@ -51,7 +71,7 @@ pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery
 
 impl Flow {
     fn settle_front(&mut self) {
-        while let Some(Symbol::Done) = self.window.front() {
+        while self.window.front() == Some(&Symbol::DONE) {
             self.window.pop_front();
             self.base_seq += 1;
         }
@@ -67,7 +87,7 @@ impl LossRecovery for Erasure {
         }
         let payload = (f.bytes - covered).min(self.payload as u64) as u32;
         let seq = f.base_seq + f.window.len() as u32;
-        f.window.push_back(Symbol::InFlight { sent: now, payload });
+        f.window.push_back(Symbol::in_flight(now, payload));
         f.in_flight += payload as u64;
         Some(Send {
             seq,
@@ -81,11 +101,11 @@ impl LossRecovery for Erasure {
         let mut newly = 0;
         if seq >= f.base_seq {
             if let Some(slot) = f.window.get_mut((seq - f.base_seq) as usize) {
-                if let Symbol::InFlight { payload, .. } = *slot {
+                if let Some((_, payload)) = slot.outstanding() {
                     f.in_flight -= payload as u64;
                     newly = payload;
                 }
-                *slot = Symbol::Done;
+                *slot = Symbol::DONE;
             }
         }
         // An ACK for a symbol already presumed lost counts nothing: its replacement covers it.
@@ -101,11 +121,11 @@ impl LossRecovery for Erasure {
         let f = &mut self.flows[flow as usize];
         let mut lost = 0;
         for slot in f.window.iter_mut() {
-            if let Symbol::InFlight { sent, payload } = *slot {
+            if let Some((sent, payload)) = slot.outstanding() {
                 if sent + rto <= now {
                     // Late ACKs of a lost symbol are ignored; a replacement symbol covers it.
                     f.in_flight -= payload as u64;
-                    *slot = Symbol::Done;
+                    *slot = Symbol::DONE;
                     lost += 1;
                 }
             }
@@ -118,10 +138,7 @@ impl LossRecovery for Erasure {
         self.flows[flow as usize]
             .window
             .iter()
-            .find_map(|s| match s {
-                Symbol::InFlight { sent, .. } => Some(*sent),
-                Symbol::Done => None,
-            })
+            .find_map(|s| s.outstanding().map(|(sent, _)| sent))
     }
 
     fn in_flight_bytes(&self, flow: FlowId) -> u64 {
