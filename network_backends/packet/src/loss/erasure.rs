@@ -13,8 +13,8 @@ use crate::units::{Dur, Time};
 use std::collections::VecDeque;
 
 /// A symbol in one word: its send time << 16 | its payload, or 0 once settled (acked
-/// or presumed lost). Event times fit in 48 bits (`events::MAX_TIME`) and config
-/// validation keeps frames, so payloads, within 16 bits. Half the size of an enum of
+/// or presumed lost). Event times fit in 48 bits (`events::MAX_TIME`), and payloads
+/// in 16: `SimConfig::validate` rejects frames over `config::MAX_FRAME_BYTES`. Half the size of an enum of
 /// the two: with thousands of flows an ACK's slot is usually a cache miss, and (c) of
 /// the benchmarks touches megabytes of them.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,12 +49,6 @@ pub struct Erasure {
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
     ParamReader::new("loss", "erasure", params).finish()?;
-    if init.payload_bytes == 0 || init.payload_bytes > u16::MAX as u32 {
-        return Err(crate::error::SimError::InvalidConfig {
-            field: "packet.payload_bytes".to_string(),
-            message: format!("must be 1..=65535 for erasure, got {}", init.payload_bytes),
-        });
-    }
     let flows = init
         .flow_bytes
         .iter()
@@ -149,6 +143,20 @@ impl LossRecovery for Erasure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symbol_keeps_the_latest_event_time_and_the_largest_payload() {
+        let (t, p) = (
+            crate::events::MAX_TIME,
+            crate::config::MAX_FRAME_BYTES as u32,
+        );
+        assert_eq!(Symbol::in_flight(t, p).outstanding(), Some((t, p)));
+        assert_eq!(
+            Symbol::in_flight(Time(0), 1).outstanding(),
+            Some((Time(0), 1))
+        );
+        assert_eq!(Symbol::DONE.outstanding(), None);
+    }
 
     #[test]
     fn sends_exactly_the_message_then_replaces_lost_symbols() {
