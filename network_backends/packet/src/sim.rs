@@ -124,6 +124,8 @@ struct PortRt {
     owner_is_host: bool,
     /// A PortFree event is pending (only scheduled when someone waits for the port).
     wake_pending: bool,
+    /// A host NIC owes the decision on its next frame at `busy_until` (see `host_catch_up`).
+    send_owed: bool,
 
     rate: Rate,
     tx_bytes: u64,
@@ -198,6 +200,12 @@ pub struct Simulation {
     loss: Box<dyn LossRecovery>,
     /// Seeds RED's marking draws (see `red_marks`).
     red_seed: u64,
+    /// RED's thresholds in bytes of backlog: never marks at or below `red_min`, always
+    /// at or above `red_max` (kmin and kmax of the buffer, rounded down and up).
+    red_min: u64,
+    red_max: u64,
+    /// Host NICs decide their next frame lazily (see `host_catch_up`).
+    lazy_hosts: bool,
     /// The LB scheme reads queue lengths (switch ports must be caught up for it).
     lb_reads_queues: bool,
     /// Prefetch the state of coming events (see `prefetch_ahead`): only when the
@@ -323,7 +331,7 @@ impl Simulation {
         )?;
 
         let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
-        let ports = topo
+        let ports: Vec<PortRt> = topo
             .ports
             .iter()
             .map(|p| PortRt {
@@ -332,6 +340,7 @@ impl Simulation {
                 wire: VecDeque::new(),
                 busy_until: Time::ZERO,
                 wake_pending: false,
+                send_owed: false,
                 rate: p.rate,
                 gap: p.rate.serialization(cfg.packet.gap_bytes as u64),
                 arrive_delay: if p.peer < topo.n_hosts {
@@ -372,12 +381,25 @@ impl Simulation {
             })
             .collect();
         let n_ports = topo.ports.len();
+        let rto = Dur((cfg.limits.rto_us * PS_PER_US as f64).round() as u64);
+        // A lazy NIC's owed decision is caught up by the arrival of the frame before it
+        // at the far end, so that must not come before the NIC frees up (link delay >=
+        // inter-frame gap); and a decision caught up that late must not arm a timer in
+        // the past (timeout >= link delay). Paced flows become sendable with time alone.
+        let lazy_hosts = !cc.paces()
+            && ports.iter().all(|p: &PortRt| {
+                !p.owner_is_host || (p.arrive_delay >= p.gap && rto >= p.arrive_delay)
+            });
+        let buffer = cfg.switch.buffer_bytes as f64;
         let salts = (0..topo.n_nodes() as u64)
             .map(|n| derive_seed(cfg.seed, "ecmp.salt", n))
             .collect();
         Ok(Simulation {
-            rto: Dur((cfg.limits.rto_us * PS_PER_US as f64).round() as u64),
+            rto,
             red_seed: derive_seed(cfg.seed, "switch.ecn", 0),
+            red_min: (cfg.switch.ecn_kmin * buffer).floor() as u64,
+            red_max: (cfg.switch.ecn_kmax * buffer).ceil() as u64,
+            lazy_hosts,
             lb_reads_queues: lb.reads_queues(),
             prefetch: n_ports >= PREFETCH_MIN_PORTS,
             hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),
@@ -422,22 +444,25 @@ impl Simulation {
             self.events.push(start, Event::FlowStart(f));
         }
         let max_time = Time((self.cfg.limits.max_time_ms * 1e9).round() as u64);
+        // Events after this end the run, until every flow is complete.
+        let mut limit = max_time;
         let mut completed_at = Time::ZERO;
         let mut areas_at_completion: Vec<u128> = Vec::new();
         while let Some((t, ev)) = self.events.pop() {
             if self.prefetch {
                 self.prefetch_ahead();
             }
-            if !self.draining && t > max_time {
+            if t > limit {
                 return Err(self.unfinished(format!(
                     "limits.max_time_ms = {} reached",
                     self.cfg.limits.max_time_ms
                 )));
             }
             self.dispatch(t, ev)?;
-            if !self.draining && self.done == total {
+            if self.done == total && !self.draining {
                 // Every flow is complete: freeze the statistics, then let stragglers drain.
                 self.draining = true;
+                limit = Time(u64::MAX);
                 completed_at = self.now;
                 self.catch_up_all(completed_at);
                 areas_at_completion = (0..self.ports.len())
@@ -604,22 +629,59 @@ impl Simulation {
             return;
         }
         let src = self.flows[f as usize].spec.src;
+        let port = self.topo.host_port[src as usize] as usize;
+        self.host_catch_up(src, port, self.now);
         let host = &mut self.hosts[src as usize];
         self.flows[f as usize].slot = host.active.len();
         host.active.push(f);
-        self.host_try_send(src);
+        self.host_send_at(src, port, self.now);
     }
 
-    /// Start the NIC's next frame if it is idle: an ACK if any, else the next data packet.
+    /// Catches the host's NIC up, then starts its next frame now if it is idle.
     fn host_try_send(&mut self, h: u32) {
         let port = self.topo.host_port[h as usize] as usize;
-        if self.ports[port].busy_until > self.now {
+        self.host_catch_up(h, port, self.now);
+        self.host_send_at(h, port, self.now);
+    }
+
+    /// Host NICs, like switch ports (see `catch_up`), work out their next frame lazily:
+    /// a NIC that frees up at `busy_until` owes the decision then, and makes it when
+    /// something next happens at the host (an arrival, a flow start, a timer: each
+    /// catches the NIC up first, so the decision sees the host as it was then) or when
+    /// the frame it sent last reaches the far end, whichever comes first. That is in
+    /// time: the frame decided on is sent at `busy_until` and arrives a link delay
+    /// later, after its predecessor. Where the link delay is shorter than the
+    /// inter-frame gap, or flows are paced (`lazy_hosts` is false), a PortFree event
+    /// comes at `busy_until` instead. Saves two events per data packet (its own
+    /// departure and its ACK's), about 15% of all.
+    #[inline(always)]
+    fn host_catch_up(&mut self, h: u32, port: usize, upto: Time) {
+        while self.ports[port].send_owed && self.ports[port].busy_until <= upto {
+            self.ports[port].send_owed = false;
+            let at = self.ports[port].busy_until;
+            self.host_send_at(h, port, at);
+        }
+    }
+
+    /// The NIC owes the decision on its next frame when it frees up.
+    #[inline]
+    fn owe_send(&mut self, port: usize) {
+        self.ports[port].send_owed = true;
+        if !self.lazy_hosts {
             self.wake_port(port);
+        }
+    }
+
+    /// Start the NIC's next frame at `at` if it is idle then: an ACK if any, else the
+    /// next data packet. `at` is now, or for a NIC catching up, the moment it freed up.
+    fn host_send_at(&mut self, h: u32, port: usize, at: Time) {
+        if self.ports[port].busy_until > at {
+            self.owe_send(port);
             return;
         }
         if let Some(pkt) = self.ports[port].q_hi.pop_front() {
-            self.transmit(port, pkt, self.now);
-            self.wake_port(port); // come back for the next frame
+            self.transmit(port, pkt, at);
+            self.owe_send(port); // come back for the next frame
             return;
         }
         let n = self.hosts[h as usize].active.len();
@@ -635,7 +697,7 @@ impl Simulation {
             next = if idx + 1 == n { 0 } else { idx + 1 };
             let f = self.hosts[h as usize].active[idx];
             let hot = self.hot[f as usize];
-            if hot.next_allowed > self.now {
+            if hot.next_allowed > at {
                 earliest =
                     Some(earliest.map_or(hot.next_allowed, |e: Time| e.min(hot.next_allowed)));
                 continue;
@@ -647,28 +709,18 @@ impl Simulation {
                 self.hot[f as usize].blocked = true;
                 continue;
             }
-            let Some(send) = self.loss.next_packet(f, self.now) else {
+            let Some(send) = self.loss.next_packet(f, at) else {
                 self.hot[f as usize].blocked = true;
                 continue;
             };
-            let entropy = self.lb.entropy(f, send.seq, self.now);
+            let entropy = self.lb.entropy(f, send.seq, at);
             let spec = self.flows[f as usize].spec;
             let wire = send.payload + self.cfg.packet.header_bytes;
-            let pkt = Packet::new(
-                self.now,
-                f,
-                send.seq,
-                entropy,
-                entropy,
-                spec.dst,
-                wire as u16,
-                0,
-            );
+            let pkt = Packet::new(at, f, send.seq, entropy, entropy, spec.dst, wire as u16, 0);
             self.live_packets += 1;
-            let now = self.now;
             let gap = self.cc.pacing_gap(f, wire);
             if let Some(gap) = gap {
-                self.hot[f as usize].next_allowed = now + gap;
+                self.hot[f as usize].next_allowed = at + gap;
             }
             let flow = &mut self.flows[f as usize];
             flow.sent += 1;
@@ -676,18 +728,18 @@ impl Simulation {
             self.bytes_sent += send.payload as u64;
             if !flow.rto_pending {
                 flow.rto_pending = true;
-                self.events.push(now + self.rto, Event::Rto(f));
+                self.events.push(at + self.rto, Event::Rto(f));
             }
             self.hosts[h as usize].rr = idx + 1;
-            self.transmit(port, pkt, self.now);
-            self.wake_port(port);
+            self.transmit(port, pkt, at);
+            self.owe_send(port);
             return;
         }
-        if let Some(at) = earliest {
+        if let Some(wake) = earliest {
             let host = &mut self.hosts[h as usize];
-            if host.wake_at.map_or(true, |w| at < w) {
-                host.wake_at = Some(at);
-                self.events.push(at, Event::HostWake(h));
+            if host.wake_at.map_or(true, |w| wake < w) {
+                host.wake_at = Some(wake);
+                self.events.push(wake, Event::HostWake(h));
             }
         }
     }
@@ -697,6 +749,8 @@ impl Simulation {
     }
 
     fn host_receive(&mut self, h: u32, p: Packet) {
+        let port = self.topo.host_port[h as usize] as usize;
+        self.host_catch_up(h, port, self.now);
         if !p.is_ack() {
             self.bytes_delivered += self.payload(&p);
             // The data packet becomes its own ACK, echoing its entropy and ECN mark.
@@ -712,9 +766,8 @@ impl Simulation {
                 self.cfg.packet.ack_bytes as u16,
                 p.flags() | ACK,
             );
-            let port = self.topo.host_port[h as usize] as usize;
             self.ports[port].q_hi.push_back(ack);
-            self.host_try_send(h);
+            self.host_send_at(h, port, self.now);
             return;
         }
         self.live_packets -= 1;
@@ -739,7 +792,7 @@ impl Simulation {
         if outcome.complete {
             self.finish_flow(f);
         }
-        self.host_try_send(h);
+        self.host_send_at(h, port, self.now);
     }
 
     fn finish_flow(&mut self, f: u32) {
@@ -762,6 +815,10 @@ impl Simulation {
     }
 
     fn on_rto(&mut self, f: u32) {
+        // The sender's owed decisions come first: they may send (and arm this timer).
+        let src = self.flows[f as usize].spec.src;
+        let port = self.topo.host_port[src as usize] as usize;
+        self.host_catch_up(src, port, self.now);
         let flow = &mut self.flows[f as usize];
         flow.rto_pending = false;
         if self.draining || flow.finish.is_some() {
@@ -836,7 +893,13 @@ impl Simulation {
         let rt = &mut self.ports[port];
         rt.wake_pending = false;
         if rt.owner_is_host {
-            self.host_try_send(self.topo.ports[port].owner);
+            let h = self.topo.ports[port].owner;
+            self.host_catch_up(h, port, self.now);
+            // (Eager NICs only.) Its decision may have come first, at an arrival at the
+            // same time: then it owes the next one.
+            if self.ports[port].send_owed {
+                self.wake_port(port);
+            }
         } else {
             self.catch_up(port, self.now);
             self.keep_draining(port);
@@ -858,6 +921,10 @@ impl Simulation {
             // `catch_up`): its record is in cache now.
             self.catch_up(port, self.now);
             self.keep_draining(port);
+        } else {
+            // Likewise a host NIC's next frames (see `host_catch_up`).
+            let h = self.topo.ports[port].owner;
+            self.host_catch_up(h, port, self.now);
         }
         let node = self.ports[port].peer;
         if node < self.topo.n_hosts {
@@ -976,11 +1043,14 @@ impl Simulation {
         }
     }
 
-    /// Catches every switch port up to `upto` (for statistics that must be exact then).
+    /// Catches every port up to `upto` (for statistics that must be exact then).
     fn catch_up_all(&mut self, upto: Time) {
         for port in 0..self.ports.len() {
             if !self.ports[port].owner_is_host {
                 self.catch_up(port, upto);
+            } else {
+                let h = self.topo.ports[port].owner;
+                self.host_catch_up(h, port, upto);
             }
         }
     }
@@ -1006,17 +1076,17 @@ impl Simulation {
     /// port and its byte count so far, so it does not depend on the order in which
     /// ports are caught up.
     fn red_marks(&mut self, port: usize, backlog: u64) -> bool {
-        let buf = self.cfg.switch.buffer_bytes as f64;
-        let (kmin, kmax) = (
-            self.cfg.switch.ecn_kmin * buf,
-            self.cfg.switch.ecn_kmax * buf,
-        );
-        let q = backlog as f64;
-        if q <= kmin {
+        if backlog <= self.red_min {
             false
-        } else if q >= kmax {
+        } else if backlog >= self.red_max {
             true
         } else {
+            let buf = self.cfg.switch.buffer_bytes as f64;
+            let (kmin, kmax) = (
+                self.cfg.switch.ecn_kmin * buf,
+                self.cfg.switch.ecn_kmax * buf,
+            );
+            let q = backlog as f64;
             let draw = mix64(mix64(self.red_seed ^ port as u64) ^ self.ports[port].tx_bytes);
             // The top 53 bits as a uniform value in [0, 1).
             ((draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < (q - kmin) / (kmax - kmin)
@@ -1140,5 +1210,60 @@ impl Simulation {
             digest: mix64(digest ^ self.events.processed()),
             flows,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_with_host_nics(cfg: &str, lazy: bool) -> Report {
+        let mut sim = Simulation::new(SimConfig::from_json(cfg).unwrap()).unwrap();
+        assert!(sim.lazy_hosts, "the config should allow lazy host NICs");
+        sim.lazy_hosts = lazy;
+        sim.run(&mut |_, _| true).unwrap()
+    }
+
+    #[test]
+    fn lazy_host_nics_decide_exactly_as_a_wake_up_event_per_frame_would() {
+        // Staggered flows of mixed sizes on k=4 with small buffers: drops, timeouts, and
+        // arrivals at busy NICs. With schemes whose draws do not depend on the order in
+        // which hosts are processed (host_spray's one shared generator does), every
+        // result but the event count must be the same: lazy NICs only skip events.
+        let mut x = 7u64;
+        let (mut src, mut dst, mut bytes, mut start) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..60 {
+            x = mix64(x);
+            let s = x % 16;
+            src.push(s);
+            dst.push((s + 1 + (x >> 8) % 15) % 16);
+            bytes.push(1 + (x >> 16) % 40_000);
+            start.push((x >> 32) % 3_000_000);
+        }
+        let mut dropped = 0;
+        for (lb, loss) in [
+            ("ecmp", "sack"),
+            ("reps", "erasure"),
+            ("switch_ar", "sack"),
+            ("switch_rr", "erasure"),
+        ] {
+            let cfg = serde_json::json!({
+                "topology": {"kind": "fat_tree", "k": 4}, "switch": {"buffer_bytes": 20_000},
+                "scheme": {"lb": lb, "loss": loss}, "limits": {"rto_us": 20.0},
+                "traffic": {"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start}})
+            .to_string();
+            let (mut lazy, eager) = (
+                run_with_host_nics(&cfg, true),
+                run_with_host_nics(&cfg, false),
+            );
+            assert!(lazy.events < eager.events, "{lb}");
+            dropped += lazy.data_packets_dropped;
+            (lazy.events, lazy.digest) = (eager.events, eager.digest);
+            assert!(
+                lazy == eager,
+                "{lb}/{loss}: lazy and eager host NICs differ"
+            );
+        }
+        assert!(dropped > 0, "the check should cover drops and timeouts");
     }
 }

@@ -47,6 +47,21 @@ fn one_flow_on_an_idle_fat_tree_takes_exactly_serialization_plus_propagation() {
 }
 
 #[test]
+fn a_paced_flow_starts_a_packet_every_paced_serialization_time() {
+    // rho = 0.5 (paper App. A): a packet starts every 4,158 B at 400 Gbps = 83,160 ps,
+    // longer than frame + gap at line rate; the path adds what it adds above.
+    let r = run(
+        json!({"topology": {"kind": "fat_tree", "k": 8}, "traffic": flows(&[(0, 127, 100 * 4096)]),
+                       "scheme": {"lb": "ecmp", "cc_params": {"rho": 0.5}}}),
+    )
+    .unwrap();
+    let hops = 6u64;
+    let want = 99 * 83_160 + hops * (41_580 + 500_000) + hops * (640 + 500_000);
+    assert_eq!(r.flows[0].finish_ps, want);
+    conserved(&r);
+}
+
+#[test]
 fn a_two_to_one_incast_drains_its_bottleneck_back_to_back() {
     // Hosts 2 and 3 (one edge switch) each send 50 packets to host 0 (another edge, same
     // pod). Wherever the two flows first share a port (the edge uplink or host 0's

@@ -29,4 +29,8 @@ impl CongestionControl for Ideal {
     fn pacing_gap(&self, _flow: FlowId, wire_bytes: u32) -> Option<Dur> {
         self.paced.map(|r| r.serialization(wire_bytes as u64))
     }
+
+    fn paces(&self) -> bool {
+        self.paced.is_some()
+    }
 }

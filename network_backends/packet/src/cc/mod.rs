@@ -23,6 +23,13 @@ pub trait CongestionControl: Send {
     /// (None: the NIC's line rate is the only limit).
     fn pacing_gap(&self, flow: FlowId, wire_bytes: u32) -> Option<Dur>;
 
+    /// Whether `pacing_gap` can ever return a gap. Host NICs then keep a wake-up event
+    /// per frame (a paced flow becomes sendable with time alone); without pacing they
+    /// decide their next frame lazily (see `Simulation::host_catch_up`).
+    fn paces(&self) -> bool {
+        true
+    }
+
     fn on_ack(&mut self, _flow: FlowId, _acked_bytes: u32, _ecn: bool, _rtt: Dur, _now: Time) {}
 
     fn on_timeout(&mut self, _flow: FlowId, _now: Time) {}
