@@ -629,8 +629,7 @@ impl Simulation {
             return;
         }
         let src = self.flows[f as usize].spec.src;
-        let port = self.topo.host_port[src as usize] as usize;
-        self.host_catch_up(src, port, self.now);
+        let port = self.host_nic_now(src);
         let host = &mut self.hosts[src as usize];
         self.flows[f as usize].slot = host.active.len();
         host.active.push(f);
@@ -639,9 +638,16 @@ impl Simulation {
 
     /// Catches the host's NIC up, then starts its next frame now if it is idle.
     fn host_try_send(&mut self, h: u32) {
-        let port = self.topo.host_port[h as usize] as usize;
-        self.host_catch_up(h, port, self.now);
+        let port = self.host_nic_now(h);
         self.host_send_at(h, port, self.now);
+    }
+
+    /// Catches host `h`'s NIC up to now, before anything at the host changes; its port.
+    #[inline]
+    fn host_nic_now(&mut self, h: u32) -> usize {
+        let port = self.topo.host_port[h as usize] as usize;
+        self.host_catch_up(port, self.now);
+        port
     }
 
     /// Host NICs, like switch ports (see `catch_up`), work out their next frame lazily:
@@ -655,10 +661,10 @@ impl Simulation {
     /// comes at `busy_until` instead. Saves two events per data packet (its own
     /// departure and its ACK's), about 15% of all.
     #[inline(always)]
-    fn host_catch_up(&mut self, h: u32, port: usize, upto: Time) {
+    fn host_catch_up(&mut self, port: usize, upto: Time) {
         while self.ports[port].send_owed && self.ports[port].busy_until <= upto {
             self.ports[port].send_owed = false;
-            let at = self.ports[port].busy_until;
+            let (h, at) = (self.topo.ports[port].owner, self.ports[port].busy_until);
             self.host_send_at(h, port, at);
         }
     }
@@ -749,8 +755,7 @@ impl Simulation {
     }
 
     fn host_receive(&mut self, h: u32, p: Packet) {
-        let port = self.topo.host_port[h as usize] as usize;
-        self.host_catch_up(h, port, self.now);
+        let port = self.host_nic_now(h);
         if !p.is_ack() {
             self.bytes_delivered += self.payload(&p);
             // The data packet becomes its own ACK, echoing its entropy and ECN mark.
@@ -816,9 +821,7 @@ impl Simulation {
 
     fn on_rto(&mut self, f: u32) {
         // The sender's owed decisions come first: they may send (and arm this timer).
-        let src = self.flows[f as usize].spec.src;
-        let port = self.topo.host_port[src as usize] as usize;
-        self.host_catch_up(src, port, self.now);
+        self.host_nic_now(self.flows[f as usize].spec.src);
         let flow = &mut self.flows[f as usize];
         flow.rto_pending = false;
         if self.draining || flow.finish.is_some() {
@@ -893,8 +896,7 @@ impl Simulation {
         let rt = &mut self.ports[port];
         rt.wake_pending = false;
         if rt.owner_is_host {
-            let h = self.topo.ports[port].owner;
-            self.host_catch_up(h, port, self.now);
+            self.host_catch_up(port, self.now);
             // (Eager NICs only.) Its decision may have come first, at an arrival at the
             // same time: then it owes the next one.
             if self.ports[port].send_owed {
@@ -923,8 +925,7 @@ impl Simulation {
             self.keep_draining(port);
         } else {
             // Likewise a host NIC's next frames (see `host_catch_up`).
-            let h = self.topo.ports[port].owner;
-            self.host_catch_up(h, port, self.now);
+            self.host_catch_up(port, self.now);
         }
         let node = self.ports[port].peer;
         if node < self.topo.n_hosts {
@@ -1049,8 +1050,7 @@ impl Simulation {
             if !self.ports[port].owner_is_host {
                 self.catch_up(port, upto);
             } else {
-                let h = self.topo.ports[port].owner;
-                self.host_catch_up(h, port, upto);
+                self.host_catch_up(port, upto);
             }
         }
     }

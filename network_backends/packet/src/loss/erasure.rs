@@ -13,10 +13,10 @@ use crate::units::{Dur, Time};
 use std::collections::VecDeque;
 
 /// A symbol in one word: its send time << 16 | its payload, or 0 once settled (acked
-/// or presumed lost). Event times fit in 48 bits (`events::MAX_TIME`), and payloads
-/// in 16: `SimConfig::validate` rejects frames over `config::MAX_FRAME_BYTES`. Half the size of an enum of
-/// the two: with thousands of flows an ACK's slot is usually a cache miss, and (c) of
-/// the benchmarks touches megabytes of them.
+/// or presumed lost). Event times fit in 48 bits (`events::MAX_TIME`), and payloads in
+/// 16 (`SimConfig::validate` rejects frames over `config::MAX_FRAME_BYTES`). Half the
+/// size of an enum of the two: with thousands of flows an ACK's slot is usually a cache
+/// miss, and (c) of the benchmarks touches megabytes of them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Symbol(u64);
 
