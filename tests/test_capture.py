@@ -10,16 +10,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch", reason="the capture path needs torch (a dependency of tracefabric)")
-
-from chakra.schema.protobuf import et_def_pb2 as pb  # noqa: E402
-from tracefabric.traces import validate as v  # noqa: E402
-from tracefabric.traces.capture import capture  # noqa: E402
-from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace  # noqa: E402
-from tracefabric.traces.convert import ConversionError, convert, kineto_sync_dependencies  # noqa: E402
-from tracefabric.traces.workloads import get_workload  # noqa: E402
-from tracefabric.traces.workloads.tiny_llama import TinyLlamaConfig  # noqa: E402
+from chakra.schema.protobuf import et_def_pb2 as pb
+from tracefabric.traces import validate as v
+from tracefabric.traces.capture import capture
+from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace
+from tracefabric.traces.convert import ConversionError, convert, kineto_sync_dependencies
+from tracefabric.traces.workloads import get_workload
+from tracefabric.traces.workloads.tiny_llama import TinyLlamaConfig
 
 FP32 = 4
 MOE = {"tokens": 16, "dim": 8, "delay_rank": 1, "delay_ms": 300.0}

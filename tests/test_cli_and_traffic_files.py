@@ -13,10 +13,17 @@ runner = CliRunner()
 
 
 def test_every_command_has_help():
-    for args in ([], ["net"], ["net", "run"], ["net", "compare"], ["net", "schemes"]):
+    # Each command's help lists what it offers: the subcommands of a group, the options of a leaf.
+    expect = {(): ["net"], ("net",): ["run", "compare", "schemes"],
+              ("net", "run"): ["--topology", "--traffic", "--scheme", "--lb", "--seed", "--flows-out"],
+              ("net", "compare"): ["--topology", "--traffic", "--schemes", "--seeds", "--out"],
+              ("net", "schemes"): []}
+    for args, words in expect.items():
         res = runner.invoke(app, [*args, "--help"])
         assert res.exit_code == 0, res.output
-        assert "Usage" in res.output
+        assert " ".join(["Usage: root", *args, "[OPTIONS]"]) in res.output, res.output[:200]
+        missing = [w for w in words if w not in res.output]
+        assert not missing, f"{' '.join(args)} --help lacks {missing}"
 
 
 def test_htsim_connection_matrix_fixture_is_a_derangement_of_1MiB_flows(shared):
@@ -56,4 +63,10 @@ def test_run_writes_per_flow_results(tmp_path):
     assert res.exit_code == 0, res.output
     df = pd.read_parquet(out)
     assert len(df) == 16 * 15
-    assert (df["fct_ps"] == df["finish_ps"] - df["start_ps"]).all()
+    # The file holds the same run as the API (default seed 1), flow by flow.
+    api = simulate("fat-tree:k=4", "all-to-all:size=16KiB", scheme="reps", seed=1).flows
+    cols = ["src", "dst", "bytes", "start_ps", "finish_ps", "packets_sent", "hops"]
+    pd.testing.assert_frame_equal(df[cols].reset_index(drop=True), api[cols].reset_index(drop=True), check_dtype=False)
+    # All 240 flows start at t = 0, 4 packets each: no flow beats 4 back-to-back frames at
+    # 800 Gbps ((4096 + 62 + 20) B x 10 ps/B = 41.78 ns each) plus two hops there and back.
+    assert int(df["fct_ps"].min()) > 4 * 41_780 + 2 * 2 * 500_000

@@ -72,6 +72,9 @@ def test_i1_is_78_and_the_bound_matches_the_appendix_example():
     bound = min(appendix_b_schedule(256, 6, False), appendix_b_schedule(256, 6, True))
     assert bound == 17_056_740  # paper: 17.05694 us; we are one inter-frame gap (200 ps) lower
     assert abs(bound - 17_056_940) / 17_056_940 < 1e-4
+    # The engine's own App. B bound for that exchange (two 256-packet flows across a k=4 tree).
+    r = simulate("fat-tree:k=4", flows((0, 15, 256 * 4096), (15, 0, 256 * 4096)), lb="ecmp", seed=1)
+    assert r.summary["lower_bound_ps"] == bound
 
 
 def test_permutation_bound_reported_by_the_engine_is_the_appendix_schedule():
@@ -114,8 +117,9 @@ def test_all_to_all_packet_schemes_end_within_one_percent_and_ecmp_is_clearly_wo
     for lb in ["host_spray", "reps", "switch_ar"]:
         assert all_to_all_runs[lb].cct_increase < 0.01, lb  # paper Fig. 1a: within 1 %
     # switch_rr lands at +1.08 % on seed 1 (paper: within 1 %): a known, open deviation,
-    # from the rolling incast of the ascending order (see the staggered test below).
-    assert all_to_all_runs["switch_rr"].cct_increase < 0.015
+    # from the rolling incast of the ascending order (see the staggered test below). Held
+    # to it, so that any drift further from the paper fails here.
+    assert all_to_all_runs["switch_rr"].cct_increase < 0.011
     assert all_to_all_runs["ecmp"].cct_increase > 0.10
 
 

@@ -162,12 +162,44 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
             bound = bound.max(Time(first[h] + busy[h] + tail));
         }
     }
+    let exchange =
+        |bytes, hops| {
+            symmetric_exchange_cct(t, bytes, hops, NicPolicy::RoundRobin)
+                .min(symmetric_exchange_cct(t, bytes, hops, NicPolicy::AckFirst))
+        };
     if let Some((bytes, hops)) = as_permutation(topo, flows) {
-        let exch = symmetric_exchange_cct(t, bytes, hops, NicPolicy::RoundRobin)
-            .min(symmetric_exchange_cct(t, bytes, hops, NicPolicy::AckFirst));
-        bound = bound.max(Time(exch.0));
+        bound = bound.max(Time(exchange(bytes, hops).0));
+    }
+    for (a, b) in reciprocal_pairs(topo, flows) {
+        let (a, b) = (&flows[a], &flows[b]);
+        bound = bound.max(a.start + exchange(a.bytes, topo.hops_between(a.src, b.src)));
     }
     bound
+}
+
+/// Pairs of flows a -> b and b -> a of the same size and start, where hosts a and b
+/// send and receive nothing else: App. B's two-host exchange, wherever it occurs.
+fn reciprocal_pairs(topo: &Topology, flows: &[FlowSpec]) -> Vec<(usize, usize)> {
+    let n = topo.n_hosts as usize;
+    let (mut sends, mut recvs) = (vec![0u32; n], vec![0u32; n]);
+    // The flow each host sends (meaningful where it sends exactly one).
+    let mut sent_by = vec![usize::MAX; n];
+    for (i, f) in flows.iter().enumerate() {
+        sends[f.src as usize] += 1;
+        recvs[f.dst as usize] += 1;
+        sent_by[f.src as usize] = i;
+    }
+    let alone = |h: u32| sends[h as usize] == 1 && recvs[h as usize] == 1;
+    flows
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.src < f.dst && alone(f.src) && alone(f.dst))
+        .filter_map(|(i, f)| {
+            let j = sent_by[f.dst as usize];
+            let back = &flows[j];
+            (back.dst == f.src && back.bytes == f.bytes && back.start == f.start).then_some((i, j))
+        })
+        .collect()
 }
 
 /// (message size, longest path) if every host sends one flow and receives one, all
@@ -201,6 +233,7 @@ fn as_permutation(topo: &Topology, flows: &[FlowSpec]) -> Option<(u64, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TopologyConfig;
 
     fn paper() -> FrameTiming {
         // OFAN paper §5: 800 Gbps, 0.5 us links, 4096 B + 62 B, 64 B ACKs, 20 B gaps.
@@ -230,6 +263,34 @@ mod tests {
         // 256 full packets over 6 hops: 255 x (41,580 + 200) + 6 x 41,580 + 6 x 500,000, then the ACK: 6 x (640 + 500,000)
         let want = 255 * 41_780 + 6 * 41_580 + 6 * 500_000 + 6 * 500_640;
         assert_eq!(single_flow_fct(&t, 256 * 4096, 6), Dur(want));
+    }
+
+    #[test]
+    fn a_lone_pair_exchanging_equal_flows_gets_the_appendix_bound() {
+        let t = paper();
+        let topo = Topology::build(&TopologyConfig::FatTree { k: 4 }, t.rate, t.link).unwrap();
+        let flow = |src, dst, bytes, start| FlowSpec {
+            src,
+            dst,
+            bytes,
+            start: Time(start),
+        };
+        let m = 256 * 4096;
+        let exch = Dur(17_056_740); // the schedule above (round robin), 6 hops
+                                    // Hosts 0 and 15 (different pods), starting at 2 us: App. B's exchange, shifted.
+        let pair = [flow(0, 15, m, 2_000_000), flow(15, 0, m, 2_000_000)];
+        assert_eq!(cct_lower_bound(&topo, &pair, &t), Time(2_000_000) + exch);
+        // Not a lone pair: a third flow into host 0, unequal sizes or starts. Then only the
+        // single-flow and NIC bounds apply, and they are lower.
+        let single = Time(2_000_000) + single_flow_fct(&t, m, 6);
+        for flows in [
+            vec![pair[0], pair[1], flow(3, 0, 4096, 2_000_000)],
+            vec![pair[0], flow(15, 0, m - 1, 2_000_000)],
+            vec![pair[0], flow(15, 0, m, 2_000_001)],
+        ] {
+            let b = cct_lower_bound(&topo, &flows, &t);
+            assert!(b < Time(2_000_000) + exch && b >= single, "{flows:?}");
+        }
     }
 
     #[test]
