@@ -62,14 +62,21 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
     ranks = []
     for t in w.traces:
         pos = {n.id: i for i, n in enumerate(t.nodes)}
+        if len(pos) < len(t.nodes):
+            seen: set[int] = set()
+            dup = next(n.id for n in t.nodes if n.id in seen or seen.add(n.id))
+            raise ConfigError(f"{t.path}: node id {dup} appears more than once (expected unique ids)", "id")
         nodes = []
         for n in t.nodes:
             where = f"{t.path}: node {n.id} ({n.name!r})"
             deps = []
-            for d in list(n.data_deps) + list(n.ctrl_deps):
-                if d not in pos:
-                    raise ConfigError(f"{where}: dependency on node {d}, which is not in this trace", "data_deps")
-                deps.append(pos[d])
+            for field, ds in (("data_deps", n.data_deps), ("ctrl_deps", n.ctrl_deps)):
+                for d in ds:
+                    if d == n.id:
+                        raise ConfigError(f"{where}: field {field!r} points to the node itself", field)
+                    if d not in pos:
+                        raise ConfigError(f"{where}: field {field!r} names node {d}, which is not in this trace", field)
+                    deps.append(pos[d])
             node: dict[str, Any] = {"id": n.id, "deps": sorted(set(deps))}
             a = n.attrs
             if n.type == "COMP_NODE":

@@ -413,6 +413,22 @@ def test_rescaling_an_expert_parallel_trace_equals_synthesizing_the_larger_world
         rescale(tmp_path / "w4", 7, tmp_path / "r7")
 
 
+def test_rescaling_astra_sims_own_trace_without_group_names_keeps_world_collectives(tmp_path, shared):
+    """ASTRA-sim's example ET names no process group (`pg_name` absent: the whole world). Each of
+    8 ranks all-reduces 1 MiB; rescaled to 12, every rank still all-reduces 1 MiB over the world."""
+    from tracefabric.traces import validate as v
+    from tracefabric.traces.chakra_io import comm_type_name
+    from tracefabric.traces.rescale import rescale
+
+    report = rescale(shared / "fixtures/astra-sim/workloads/8npus_1MB", 12, tmp_path / "r12")
+    assert report["groups"] == {} and report["resized_on_rank0"] == []
+    for rank in range(12):
+        colls = [n for n in read_trace(tmp_path / "r12" / f"trace.{rank}.et")[1] if n.type == "COMM_COLL_NODE"]
+        assert [(comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"], "pg_name" in n.attrs) for n in colls] == \
+            [("ALL_REDUCE", 1 << 20, False)]
+    assert v.problems(*v.load(tmp_path / "r12")) == []
+
+
 def test_rescale_recognises_group_shapes_and_the_cli_refuses_malformed_workload_options(tmp_path):
     from typer.testing import CliRunner
 

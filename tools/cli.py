@@ -80,7 +80,7 @@ def net_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
-    from .network_backends.packet import build_config, run_config
+    from .network_backends.packet import build_config, run_config, traffic_file_errors
 
     params = _parse_params(param or [])
     cfg = build_config(topology, traffic, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed,
@@ -93,7 +93,8 @@ def net_run(
             bar.update(task, completed=done, total=total)
             return True
 
-        r = run_config(cfg, progress=progress)
+        with traffic_file_errors(traffic):
+            r = run_config(cfg, progress=progress)
     if flows_out:
         _write_frame(r.flows, flows_out)
     if as_json:
@@ -119,7 +120,7 @@ def net_compare(
     topology: Topology = "fat-tree:k=8",
     traffic: Annotated[Optional[list[str]], typer.Option(help="Traffic matrix; repeat for one chart panel each.")] = None,
     schemes: Annotated[str, typer.Option(help="Comma-separated scheme presets, or 'all'.")] = "ecmp,host_spray,switch_rr,reps,switch_ar",
-    seeds: Annotated[int, typer.Option(help="Seeds per scheme (1..N); bars show the mean, whiskers min and max.")] = 1,
+    seeds: Annotated[int, typer.Option(min=1, help="Seeds per scheme (1..N); bars show the mean, whiskers min and max.")] = 1,
     link_gbps: LinkGbps = 800.0,
     latency_ns: LatencyNs = 500.0,
     buffer: BufferBytes = "800KB",

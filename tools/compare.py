@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .network_backends.packet import build_config, run_config
+from .errors import ConfigError
+from .network_backends.packet import build_config, run_config, traffic_file_errors
 
 DEFAULT_SCHEMES = ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"]
 
@@ -24,12 +25,16 @@ def compare(
 ) -> pd.DataFrame:
     """One row per (traffic, scheme, seed). Every config is built (and so checked)
     before the first run starts, so a typo fails in a second, not after an hour."""
-    seeds = seeds or [1]
+    seeds = [1] if seeds is None else seeds
+    for name, given in (("schemes", schemes), ("traffic", traffics), ("seeds", seeds)):
+        if not given:
+            raise ConfigError(f"compare: `{name}` is empty (expected at least one)", name)
     plan = [(t, s, seed, build_config(topology, t, scheme=s, seed=seed, **config)) for t in traffics for s in schemes for seed in seeds]
     rows = []
     for traffic, scheme, seed, cfg in plan:
         progress = on_run(traffic, scheme, seed) if on_run else None
-        r = run_config(cfg, progress=progress)
+        with traffic_file_errors(traffic):
+            r = run_config(cfg, progress=progress)
         rows.append({"traffic": traffic, "scheme": scheme, **r.summary_row()})
     return pd.DataFrame(rows)
 

@@ -95,6 +95,12 @@ def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
     raise ConfigError(f"`topology`: unknown kind {kind!r} (expected fat-tree or leaf-spine)", "topology")
 
 
+def traffic_file_path(spec: str) -> str | None:
+    """PATH of a `file:PATH` traffic spec, else None."""
+    kind, params = split_spec(spec, "traffic")
+    return params["path"] if kind == "file" else None
+
+
 def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
     """The engine's traffic dict from a spec; `file:PATH` reads a flow list or connection matrix."""
     if isinstance(spec, dict):

@@ -93,8 +93,9 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             if x.type != "COMM_COLL_NODE":
                 raise RescaleError(f"rescale: rank {t.rank} node {x.id} is {x.type}: point-to-point traffic (pipeline "
                                    "stages) does not rescale with the data-parallel width", "type")
-            g = str(x.attrs.get("pg_name"))
-            if g not in shapes:
+            if "pg_name" not in x.attrs:
+                g, kind = None, "world"  # no group named: the whole world (as ASTRA-sim reads it)
+            elif (g := str(x.attrs["pg_name"])) not in shapes:
                 kind, size = _shape(groups.get(g, list(range(n))), n)
                 if kind == "other":
                     raise RescaleError(f"rescale: process group {g} {groups.get(g)} is neither the world, an aligned block "
@@ -103,7 +104,8 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
                     raise RescaleError(f"rescale: process group {g} {groups[g]} repeats every {size} ranks; ranks ({ranks}) "
                                        f"must be a multiple of {size}", "ranks")
                 shapes[g] = (kind, size)
-            kind = shapes[g][0]
+            if g is not None:
+                kind = shapes[g][0]
             if x.attrs["comm_type"] not in RESIZED | KEPT and not (kind == "block" and x.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]):
                 raise RescaleError(f"rescale: rank {t.rank} node {x.id} ({v.describe(x)}) on {kind} group {g}: all-to-all "
                                    "traffic depends on expert placement and routing, which change when its group widens", "comm_type")
@@ -143,8 +145,11 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             node = pb.Node()
             node.CopyFrom(part)
             attrs = {a.name: a for a in node.attr}
-            gid, width = new_group(str(_attr_value(attrs["pg_name"])), r)
-            _set_group(attrs["pg_name"], gid)
+            if "pg_name" in attrs:
+                gid, width = new_group(str(_attr_value(attrs["pg_name"])), r)
+                _set_group(attrs["pg_name"], gid)
+            else:
+                width = ranks
             if attrs["comm_type"].int64_val in RESIZED:
                 old = attrs["comm_size"].int64_val
                 unit = width * _elem_bytes(node)

@@ -9,15 +9,18 @@
 from __future__ import annotations
 
 import json
+import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
 from ... import _core
 from ...astra_configs import load_scheme_preset
-from ...errors import ConfigError, UnknownSchemeError, from_engine
-from ...specs import topology_config, traffic_config
+from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
+from ...specs import topology_config, traffic_config, traffic_file_path
+from .traffic_files import flow_line
 
 __all__ = ["simulate", "build_config", "PacketResults", "scheme_names"]
 
@@ -68,13 +71,28 @@ def build_config(
             known = registered[family]
             raise UnknownSchemeError(f"unknown {family} scheme `{sch[family]}`; expected one of: {', '.join(known)}", family, sch[family], known)
     sw.update(switch or {})
-    if not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"`seed`: expected a non-negative integer, got {seed!r}", "seed")
+    if not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+        raise ConfigError(f"`seed`: expected an integer in 0..2^64-1, got {seed!r}", "seed")
     cfg: dict[str, Any] = {"topology": topology_config(topology), "traffic": traffic_config(traffic), "scheme": sch, "seed": seed}
     for name, value in (("link", link), ("switch", sw), ("packet", packet), ("limits", limits)):
         if value:
             cfg[name] = value
+    bad = _first_non_finite(cfg)
+    if bad:
+        raise ConfigError(f"`{bad[0]}`: expected a finite number, got {bad[1]}", bad[0])
     return cfg
+
+
+def _first_non_finite(x: Any, where: str = "") -> tuple[str, float] | None:
+    """(dotted field, value) of the first NaN or infinity in a config (JSON cannot carry them)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return where, x
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        found = _first_non_finite(v, f"{where}.{k}" if where else str(k))
+        if found:
+            return found
+    return None
 
 
 @dataclass
@@ -132,7 +150,22 @@ def simulate(
     False cancels the run. The GIL is released while the engine runs.
     """
     cfg = build_config(topology, traffic, **kwargs)
-    return run_config(cfg, progress=progress)
+    with traffic_file_errors(traffic):
+        return run_config(cfg, progress=progress)
+
+
+@contextmanager
+def traffic_file_errors(traffic: str | dict[str, Any]) -> Iterator[None]:
+    """The engine names a bad flow by its index; for a `file:PATH` traffic spec, re-raise
+    its error naming the file and the flow's line instead."""
+    try:
+        yield
+    except FlowError as e:
+        path = traffic_file_path(traffic) if isinstance(traffic, str) else None
+        if path is None:
+            raise
+        message = str(e).split(": ", 1)[-1]  # without the engine's "flow N: "
+        raise TrafficFileError(message, path, flow_line(path, e.index), e.field) from None
 
 
 def run_config(cfg: dict[str, Any], progress: Callable[[int, int], bool | None] | None = None) -> PacketResults:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,24 @@ from ...errors import TrafficFileError
 _FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
 
 
+FLOW_KEYS = ("src", "dst", "bytes", "start_us", "start_ps")
+
+
 def read_traffic_file(path: str | Path) -> dict[str, Any]:
     """The engine's `flows` traffic dict, from a .csv, .json or .cm file."""
+    return _read(path)[0]
+
+
+def flow_line(path: str | Path, index: int) -> int | None:
+    """Where `path` declares flow `index` (0-based, in file order), as this module's errors
+    name it (a line; in JSON the flow's 1-based position), for errors the engine reports by
+    flow index."""
+    lines = _read(path)[1]
+    return lines[index] if 0 <= index < len(lines) else None
+
+
+def _read(path: str | Path) -> tuple[dict[str, Any], list[int]]:
+    """The flows of a traffic file and where each is declared (see `flow_line`)."""
     p = Path(path)
     if not p.is_file():
         raise TrafficFileError("no such file", str(p), None, "path")
@@ -37,7 +54,7 @@ def read_traffic_file(path: str | Path) -> dict[str, Any]:
             raise TrafficFileError("expected a list of flows or {\"flows\": [...]}", str(p), None, "flows")
         return _from_rows([(i + 1, r) for i, r in enumerate(rows)], str(p))
     if suffix in (".cm", ".txt"):
-        return read_connection_matrix(p)
+        return _read_connection_matrix(p)
     raise TrafficFileError(f"unknown traffic file type {suffix!r} (expected .csv, .json or .cm)", str(p), None, "path")
 
 
@@ -47,16 +64,21 @@ def _csv_rows(p: Path) -> list[tuple[int, dict[str, Any]]]:
         missing = {"src", "dst", "bytes"} - set(reader.fieldnames or [])
         if missing:
             raise TrafficFileError(f"missing column(s) {', '.join(sorted(missing))} (expected src,dst,bytes[,start_us])", str(p), 1, sorted(missing)[0])
-        return [(i + 2, row) for i, row in enumerate(reader)]
+        return [(reader.line_num, row) for row in reader]
 
 
-def _from_rows(rows: list[tuple[int, Any]], path: str) -> dict[str, Any]:
+def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], list[int]]:
     out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
     for line, row in rows:
         if not isinstance(row, dict):
             raise TrafficFileError("each flow must be an object with src, dst, bytes", path, line, "flow")
+        # A misspelt key (say `start_usec`) must not silently mean "start at 0".
+        unknown = [str(k) if k is not None else "(a value past the last column)" for k in row if k not in FLOW_KEYS]
+        if unknown:
+            raise TrafficFileError(f"unknown field {unknown[0]!r} (expected {', '.join(FLOW_KEYS)})", path, line, str(unknown[0]))
         for key in ("src", "dst", "bytes"):
             out[key].append(_nonneg_int(row.get(key), path, line, key))
+        _check_flow(out["src"][-1], out["dst"][-1], out["bytes"][-1], path, line, "bytes")
         if row.get("start_ps") not in (None, ""):
             out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps"))
         else:
@@ -65,12 +87,19 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> dict[str, Any]:
                 start = float(us) if us not in (None, "") else 0.0
             except (TypeError, ValueError):
                 raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us") from None
-            if start < 0:
-                raise TrafficFileError("field `start_us` must be >= 0", path, line, "start_us")
+            if not (math.isfinite(start) and start >= 0):
+                raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {us!r}", path, line, "start_us")
             out["start_ps"].append(round(start * 1e6))
     if not out["src"]:
         raise TrafficFileError("no flows in file", path, None, "flows")
-    return {"kind": "flows", **out}
+    return {"kind": "flows", **out}, [line for line, _ in rows]
+
+
+def _check_flow(src: int, dst: int, size: int, path: str, line: int, size_field: str) -> None:
+    if src == dst:
+        raise TrafficFileError(f"field `dst` equals `src` ({src}): a host cannot send to itself", path, line, "dst")
+    if size == 0:
+        raise TrafficFileError(f"field `{size_field}` must be > 0 (a flow of 0 bytes never completes)", path, line, size_field)
 
 
 def _nonneg_int(value: Any, path: str, line: int, field: str) -> int:
@@ -85,7 +114,12 @@ def _nonneg_int(value: Any, path: str, line: int, field: str) -> int:
 
 def read_connection_matrix(path: str | Path) -> dict[str, Any]:
     """Flows from an htsim connection matrix (flows with `start` only)."""
+    return _read_connection_matrix(path)[0]
+
+
+def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]]:
     p = str(path)
+    lines: list[int] = []
     nodes = connections = None
     out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
     for line_no, raw in enumerate(Path(path).read_text().splitlines(), start=1):
@@ -123,9 +157,11 @@ def read_connection_matrix(path: str | Path) -> dict[str, Any]:
         out["src"].append(src)
         out["dst"].append(dst)
         out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size"))
+        _check_flow(src, dst, out["bytes"][-1], p, line_no, "size")
         out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start") * 1_000_000)
+        lines.append(line_no)
     if connections is not None and connections != len(out["src"]):
         raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")
     if not out["src"]:
         raise TrafficFileError("no flows in file", p, None, "flows")
-    return {"kind": "flows", **out}
+    return {"kind": "flows", **out}, lines

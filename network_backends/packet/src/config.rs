@@ -37,15 +37,15 @@ pub struct SimConfig {
 pub enum TopologyConfig {
     /// 3-tier k-ary fat tree: k pods, k^3/4 hosts, full bisection.
     FatTree { k: u32 },
-    /// 2-tier leaf-spine. `hosts_per_leaf` defaults to
-    /// oversubscription x spines x links_per_pair.
+    /// 2-tier leaf-spine. Hosts per leaf: `hosts_per_leaf`, or else
+    /// oversubscription (default 1) x spines x links_per_pair; not both.
     LeafSpine {
         leaves: u32,
         spines: u32,
         #[serde(default = "one_u32")]
         links_per_pair: u32,
-        #[serde(default = "one_f64")]
-        oversubscription: f64,
+        #[serde(default)]
+        oversubscription: Option<f64>,
         #[serde(default)]
         hosts_per_leaf: Option<u32>,
     },
@@ -184,10 +184,6 @@ impl Default for LimitsConfig {
 fn one_u32() -> u32 {
     1
 }
-fn one_f64() -> f64 {
-    1.0
-}
-
 impl SimConfig {
     pub fn from_json(text: &str) -> SimResult<SimConfig> {
         let cfg: SimConfig =

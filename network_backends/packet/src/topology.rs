@@ -120,9 +120,16 @@ impl Topology {
                 }
                 let uplinks = spines * links_per_pair;
                 let hpl = match hosts_per_leaf {
+                    Some(_) if oversubscription.is_some() => {
+                        return Err(config_err(
+                            "topology.oversubscription",
+                            "give hosts_per_leaf or oversubscription, not both (each sets the hosts per leaf)",
+                        ))
+                    }
                     Some(n) if n >= 1 => n,
                     Some(_) => return Err(config_err("topology.hosts_per_leaf", "must be >= 1")),
                     None => {
+                        let oversubscription = oversubscription.unwrap_or(1.0);
                         let x = oversubscription * uplinks as f64;
                         if !(oversubscription > 0.0)
                             || (x - x.round()).abs() > 1e-9
@@ -406,7 +413,7 @@ mod tests {
             leaves: 4,
             spines: 2,
             links_per_pair: 2,
-            oversubscription: 2.0,
+            oversubscription: Some(2.0),
             hosts_per_leaf: None,
         };
         let t = Topology::build(&cfg, Rate::from_gbps(400.0), Dur(1000)).unwrap();
@@ -414,6 +421,19 @@ mod tests {
         let g = t.group_towards(t.host_edge[0], t.host_edge[31]);
         assert_eq!(t.groups[g as usize].len(), 4); // 2 spines x 2 parallel links
         assert_eq!(t.diameter_hops, 4);
+        // Both set the hosts per leaf: giving both is refused, naming the field.
+        let both = TopologyConfig::LeafSpine {
+            leaves: 4,
+            spines: 2,
+            links_per_pair: 2,
+            oversubscription: Some(2.0),
+            hosts_per_leaf: Some(8),
+        };
+        let err = Topology::build(&both, Rate::from_gbps(400.0), Dur(1000)).unwrap_err();
+        assert!(
+            err.to_string().contains("topology.oversubscription"),
+            "{err}"
+        );
     }
 
     #[test]
