@@ -12,7 +12,7 @@ from typing import Any
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError
 from ..traces.chakra_io import EtNode, comm_type_name
-from ..traces.validate import RankTrace, load
+from ..traces.validate import RankTrace, graph_problems, load
 
 COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
                "ALL_TO_ALL": "all_to_all", "BROADCAST": "broadcast"}
@@ -61,23 +61,14 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
     group_lists = [list(range(w.ranks))] + [w.groups[n] for n in names[1:]]
     ranks = []
     for t in w.traces:
+        # The same graph checks as `trace validate` (cycles: the system layer names them).
+        for field, message in graph_problems(t.nodes)[:1]:
+            raise ConfigError(f"{t.path}: {message}", field)
         pos = {n.id: i for i, n in enumerate(t.nodes)}
-        if len(pos) < len(t.nodes):
-            seen: set[int] = set()
-            dup = next(n.id for n in t.nodes if n.id in seen or seen.add(n.id))
-            raise ConfigError(f"{t.path}: node id {dup} appears more than once (expected unique ids)", "id")
         nodes = []
         for n in t.nodes:
             where = f"{t.path}: node {n.id} ({n.name!r})"
-            deps = []
-            for field, ds in (("data_deps", n.data_deps), ("ctrl_deps", n.ctrl_deps)):
-                for d in ds:
-                    if d == n.id:
-                        raise ConfigError(f"{where}: field {field!r} points to the node itself", field)
-                    if d not in pos:
-                        raise ConfigError(f"{where}: field {field!r} names node {d}, which is not in this trace", field)
-                    deps.append(pos[d])
-            node: dict[str, Any] = {"id": n.id, "deps": sorted(set(deps))}
+            node: dict[str, Any] = {"id": n.id, "deps": sorted({pos[d] for d in [*n.data_deps, *n.ctrl_deps]})}
             a = n.attrs
             if n.type == "COMP_NODE":
                 node.update(kind="compute", duration_ps=_compute_ps(n, cfg))

@@ -120,18 +120,13 @@ def test_engine_limits_on_frame_size_run_length_and_late_flows():
 @pytest.mark.parametrize("name,body,line,field", [
     ("nan.csv", "src,dst,bytes,start_us\n0,1,4096,0\n0,2,4096,nan\n", 3, "start_us"),
     ("inf.csv", "src,dst,bytes,start_us\n0,1,4096,inf\n", 2, "start_us"),
-    ("self.csv", "src,dst,bytes\n0,1,4096\n3,3,4096\n", 3, "dst"),
-    ("zero.csv", "src,dst,bytes\n0,1,0\n", 2, "bytes"),
     ("typo.csv", "src,dst,bytes,start_usec\n0,1,4096,3\n", 2, "start_usec"),
     ("ragged.csv", "src,dst,bytes\n0,1,4096,7\n", 2, "(a value past the last column)"),
     ("extra.json", '[{"src": 0, "dst": 1, "bytes": 4096}, {"src": 1, "dst": 0, "bytes": 1, "prio": 2}]', 2, "prio"),
     ("nan.json", '[{"src": 0, "dst": 1, "bytes": 4096, "start_us": NaN}]', 1, "start_us"),
-    ("self.cm", "Nodes 16\nConnections 1\n5->5 id 1 start 0 size 10\n", 3, "dst"),
-    ("zero.cm", "Nodes 16\nConnections 1\n5->6 id 1 start 0 size 0\n", 3, "size"),
 ])
-def test_flow_files_refuse_non_finite_starts_self_flows_empty_flows_and_unknown_fields(tmp_path, name, body, line, field):
-    # Each would otherwise be a traceback (NaN start), a flow that cannot complete, or a
-    # misspelt start time silently read as 0.
+def test_flow_files_refuse_non_finite_starts_and_unknown_fields(tmp_path, name, body, line, field):
+    # Each would otherwise be a traceback (NaN start) or a misspelt start time silently read as 0.
     p = tmp_path / name
     p.write_text(body)
     with pytest.raises(TrafficFileError) as e:
@@ -140,15 +135,19 @@ def test_flow_files_refuse_non_finite_starts_self_flows_empty_flows_and_unknown_
     assert str(e.value).startswith(f"{p}:{line}: ") and "\n" not in str(e.value)
 
 
-def test_engine_errors_about_a_file_flow_name_the_file_and_line(tmp_path):
-    # Host 500 does not exist on k=4 (hosts 0..15): only the engine knows; it names flow 1,
-    # which is line 3 of the file.
-    p = tmp_path / "oob.csv"
-    p.write_text("src,dst,bytes\n0,1,4096\n2,500,4096\n")
+@pytest.mark.parametrize("name,body,line,field,message", [
+    # Host 500 does not exist on k=4 (hosts 0..15): only the engine knows; it names flow 1.
+    ("oob.csv", "src,dst,bytes\n0,1,4096\n2,500,4096\n", 3, "dst", "field `dst` is host 500, but the topology has hosts 0..15"),
+    ("self.csv", "src,dst,bytes\n0,1,4096\n3,3,4096\n", 3, "dst", "field `dst` equals src"),
+    ("zero.cm", "Nodes 16\nConnections 1\n5->6 id 1 start 0 size 0\n", 3, "bytes", "field `bytes`"),
+])
+def test_engine_errors_about_a_file_flow_name_the_file_and_line(tmp_path, name, body, line, field, message):
+    p = tmp_path / name
+    p.write_text(body)
     with pytest.raises(TrafficFileError) as e:
         simulate("fat-tree:k=4", f"file:{p}")
-    assert (e.value.path, e.value.line, e.value.field) == (str(p), 3, "dst")
-    assert str(e.value) == f"{p}:3: field `dst` is host 500, but the topology has hosts 0..15"
+    assert (e.value.path, e.value.line, e.value.field) == (str(p), line, field)
+    assert str(e.value).startswith(f"{p}:{line}: {message}") and "\n" not in str(e.value)
 
 
 def test_seed_out_of_range_non_finite_numbers_and_conflicting_leaf_spine_options_name_the_field():

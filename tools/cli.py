@@ -80,11 +80,9 @@ def net_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
-    from .network_backends.packet import build_config, run_config, traffic_file_errors
+    from .network_backends.packet import simulate
 
     params = _parse_params(param or [])
-    cfg = build_config(topology, traffic, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed,
-                       **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
     with _progress() as bar:
         task = bar.add_task("simulating", total=None)
 
@@ -93,8 +91,8 @@ def net_run(
             bar.update(task, completed=done, total=total)
             return True
 
-        with traffic_file_errors(traffic):
-            r = run_config(cfg, progress=progress)
+        r = simulate(topology, traffic, progress=progress, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed,
+                     **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
     if flows_out:
         _write_frame(r.flows, flows_out)
     if as_json:

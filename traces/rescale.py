@@ -93,9 +93,8 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             if x.type != "COMM_COLL_NODE":
                 raise RescaleError(f"rescale: rank {t.rank} node {x.id} is {x.type}: point-to-point traffic (pipeline "
                                    "stages) does not rescale with the data-parallel width", "type")
-            if "pg_name" not in x.attrs:
-                g, kind = None, "world"  # no group named: the whole world (as ASTRA-sim reads it)
-            elif (g := str(x.attrs["pg_name"])) not in shapes:
+            g = str(x.attrs["pg_name"]) if "pg_name" in x.attrs else None  # None: the world, as ASTRA-sim reads it
+            if g is not None and g not in shapes:
                 kind, size = _shape(groups.get(g, list(range(n))), n)
                 if kind == "other":
                     raise RescaleError(f"rescale: process group {g} {groups.get(g)} is neither the world, an aligned block "
@@ -104,8 +103,7 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
                     raise RescaleError(f"rescale: process group {g} {groups[g]} repeats every {size} ranks; ranks ({ranks}) "
                                        f"must be a multiple of {size}", "ranks")
                 shapes[g] = (kind, size)
-            if g is not None:
-                kind = shapes[g][0]
+            kind = shapes[g][0] if g is not None else "world"
             if x.attrs["comm_type"] not in RESIZED | KEPT and not (kind == "block" and x.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]):
                 raise RescaleError(f"rescale: rank {t.rank} node {x.id} ({v.describe(x)}) on {kind} group {g}: all-to-all "
                                    "traffic depends on expert placement and routing, which change when its group widens", "comm_type")

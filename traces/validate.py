@@ -155,23 +155,32 @@ def validate(traces: list[RankTrace], groups: dict[str, list[int]]) -> None:
         raise ValidationError(found)
 
 
+def graph_problems(nodes: list[EtNode]) -> list[tuple[str, str]]:
+    """(field, message) for each repeated node id and each dependency on the node itself or
+    on a node the trace does not have (cycles are found apart)."""
+    out = []
+    ids = Counter(n.id for n in nodes)
+    for i, k in ids.items():
+        if k > 1:
+            out.append(("id", f"node id {i} appears {k} times (ids must be unique)"))
+    for n in nodes:
+        for fld in ("data_deps", "ctrl_deps"):
+            for d in getattr(n, fld):
+                if d == n.id:
+                    out.append((fld, f"node {n.id} ({n.name}): field '{fld}' points to the node itself"))
+                elif d not in ids:
+                    out.append((fld, f"node {n.id} ({n.name}): field '{fld}' refers to missing node {d}"))
+    return out
+
+
 def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
     out = []
     where = f"rank {t.rank} ({t.path})"
     version = t.meta.get("version")
     if version not in SUPPORTED_VERSIONS:
         out.append(f"{where}: GlobalMetadata field 'version' is {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
-    ids = Counter(n.id for n in t.nodes)
-    for i, k in ids.items():
-        if k > 1:
-            out.append(f"{where}: node id {i} appears {k} times (ids must be unique)")
+    out += [f"{where}: {message}" for _, message in graph_problems(t.nodes)]
     for n in t.nodes:
-        for fld in ("data_deps", "ctrl_deps"):
-            for d in getattr(n, fld):
-                if d == n.id:
-                    out.append(f"{where}: node {n.id} ({n.name}): field '{fld}' points to the node itself")
-                elif d not in ids:
-                    out.append(f"{where}: node {n.id} ({n.name}): field '{fld}' refers to missing node {d}")
         if n.type in COMM_NODES:
             need = {"COMM_COLL_NODE": ("comm_type", "comm_size"), "COMM_SEND_NODE": ("comm_dst", "comm_size"),
                     "COMM_RECV_NODE": ("comm_src", "comm_size")}[n.type]

@@ -78,7 +78,6 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
             raise TrafficFileError(f"unknown field {unknown[0]!r} (expected {', '.join(FLOW_KEYS)})", path, line, str(unknown[0]))
         for key in ("src", "dst", "bytes"):
             out[key].append(_nonneg_int(row.get(key), path, line, key))
-        _check_flow(out["src"][-1], out["dst"][-1], out["bytes"][-1], path, line, "bytes")
         if row.get("start_ps") not in (None, ""):
             out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps"))
         else:
@@ -93,13 +92,6 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
     if not out["src"]:
         raise TrafficFileError("no flows in file", path, None, "flows")
     return {"kind": "flows", **out}, [line for line, _ in rows]
-
-
-def _check_flow(src: int, dst: int, size: int, path: str, line: int, size_field: str) -> None:
-    if src == dst:
-        raise TrafficFileError(f"field `dst` equals `src` ({src}): a host cannot send to itself", path, line, "dst")
-    if size == 0:
-        raise TrafficFileError(f"field `{size_field}` must be > 0 (a flow of 0 bytes never completes)", path, line, size_field)
 
 
 def _nonneg_int(value: Any, path: str, line: int, field: str) -> int:
@@ -157,7 +149,6 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
         out["src"].append(src)
         out["dst"].append(dst)
         out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size"))
-        _check_flow(src, dst, out["bytes"][-1], p, line_no, "size")
         out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start") * 1_000_000)
         lines.append(line_no)
     if connections is not None and connections != len(out["src"]):

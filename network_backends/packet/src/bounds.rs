@@ -276,8 +276,9 @@ mod tests {
             start: Time(start),
         };
         let m = 256 * 4096;
-        let exch = Dur(17_056_740); // the schedule above (round robin), 6 hops
-                                    // Hosts 0 and 15 (different pods), starting at 2 us: App. B's exchange, shifted.
+        // The round-robin schedule of the test below, 6 hops.
+        let exch = Dur(17_056_740);
+        // Hosts 0 and 15 (different pods), starting at 2 us: App. B's exchange, shifted.
         let pair = [flow(0, 15, m, 2_000_000), flow(15, 0, m, 2_000_000)];
         assert_eq!(cct_lower_bound(&topo, &pair, &t), Time(2_000_000) + exch);
         // Not a lone pair: a third flow into host 0, unequal sizes or starts. Then only the
