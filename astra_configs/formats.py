@@ -305,4 +305,7 @@ def read_comm_groups(path: str | Path) -> dict[str, list[int]]:
     for key, ranks in raw.items():
         if not isinstance(ranks, list) or not ranks or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
             raise ConfigError(f"{path}: group {key!r} = {ranks!r}: expected a non-empty list of rank numbers", key)
+        twice = sorted({r for r in ranks if ranks.count(r) > 1})
+        if twice:
+            raise ConfigError(f"{path}: group {key!r} lists rank(s) {twice} more than once", key)
     return {str(k): list(v) for k, v in raw.items()}

@@ -12,11 +12,10 @@ from typing import Any
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError
 from ..traces.chakra_io import EtNode, comm_type_name
-from ..traces.validate import RankTrace, graph_problems, load
+from ..traces.validate import RankTrace, graph_problems, group_problem, load
 
 COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
                "ALL_TO_ALL": "all_to_all", "BROADCAST": "broadcast"}
-WORLD_NAMES = ("", "0")
 
 
 @dataclass
@@ -30,16 +29,17 @@ class Workload:
         return len(self.traces)
 
 
-def read_workload(where: str | Path, comm_groups: dict[str, list[int]] | None = None) -> Workload:
+def read_workload(where: str | Path, comm_groups: str | Path | None = None) -> Workload:
     """ETs `<prefix>.<rank>.et` (a prefix or a directory), with the comm groups of
     `comm_groups.json` beside them, or of an ASTRA-sim comm-group file given apart."""
-    traces, groups = load(where)
-    if comm_groups is not None:
-        groups = comm_groups
+    traces, groups = load(where, comm_groups)
+    folder = Path(where) if Path(where).is_dir() else Path(where).parent
+    groups_file = Path(comm_groups) if comm_groups is not None else folder / "comm_groups.json"
     for name, ranks in groups.items():
         bad = [r for r in ranks if r >= len(traces)]
         if bad:
-            raise ConfigError(f"comm group {name!r} lists ranks {bad} but the workload has {len(traces)} ranks", name)
+            raise ConfigError(f"{groups_file}: group {name!r} lists ranks {bad}, but the workload has "
+                              f"{len(traces)} ranks (0..{len(traces) - 1})", name)
     return Workload(traces, groups, str(where))
 
 
@@ -87,13 +87,9 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if kind_name not in COLLECTIVES:
                     raise ConfigError(f"{where}: comm_type {kind_name}: expected one of {', '.join(COLLECTIVES)}", "comm_type")
                 pg = str(a.get("pg_name", ""))
-                if pg in WORLD_NAMES and pg not in index:
-                    group = 0
-                elif pg in index:
-                    group = index[pg]
-                else:
-                    raise ConfigError(f"{where}: pg_name {pg!r} is not a known communicator group; known: "
-                                      f"{', '.join(sorted(w.groups)) or 'none (no comm_groups.json)'}", "pg_name")
+                if bad := group_problem(pg, w.groups):
+                    raise ConfigError(f"{where}: {bad}", "pg_name")
+                group = index[pg] if pg in w.groups else 0
                 size = int(a.get("comm_size", 0))
                 if size < 0:
                     raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")

@@ -384,6 +384,47 @@ def test_send_without_receive_and_unknown_group(tmp_path):
         simulate(wl, BARE_SYSTEM, NET4)
 
 
+def test_a_bad_comm_groups_file_is_named_with_its_group(tmp_path):
+    from tracefabric.traces import validate
+
+    wl = _write_ranks(tmp_path / "twice", [[_coll(0, "ALL_REDUCE", 64, pg="1")]] * 4)
+    groups = tmp_path / "twice" / "comm_groups.json"
+    groups.write_text(json.dumps({"1": [0, 1, 2, 3, 2]}))
+    want = rf"{groups}: group '1' lists rank\(s\) \[2\] more than once"
+    for read in (lambda: simulate(wl, BARE_SYSTEM, NET4), lambda: validate.load(wl.parent)):
+        with pytest.raises(ConfigError, match=want) as e:
+            read()
+        assert e.value.field == "1"
+    # A file given apart: a rank past the workload's 4 is named with the file.
+    apart = tmp_path / "groups.json"
+    apart.write_text(json.dumps({"1": [0, 1, 2, 3], "tp": [3, 4]}))
+    with pytest.raises(ConfigError, match=rf"{apart}: group 'tp' lists ranks \[4\], but the workload has 4 ranks \(0\.\.3\)"):
+        simulate(wl, BARE_SYSTEM, NET4, comm_groups=apart)
+
+
+def test_run_and_trace_validate_read_pg_name_by_one_rule(tmp_path):
+    """Without comm_groups.json only the world's names ("0", or none) are groups: `trace validate`
+    used to pass a trace naming another group that `run` then refused."""
+    from tracefabric.traces import validate
+
+    def both(folder, pg):
+        wl = _write_ranks(folder, [[_coll(0, "ALL_REDUCE", 64, pg=pg)]] * 4)
+        problems = validate.problems(*validate.load(folder))
+        try:
+            r = simulate(wl, BARE_SYSTEM, NET4)
+            return problems, r.iteration_ns
+        except ConfigError as e:
+            return problems, str(e)
+
+    problems, refused = both(tmp_path / "tp7", "tp7")
+    want = "pg_name 'tp7' is not a known communicator group; known: none (no comm_groups.json)"
+    assert want in refused and len(problems) == 4 and all(want in p for p in problems)
+    # "0", "" and no pg_name mean the world: both accept, and the run takes the world all-reduce's time.
+    runs = [both(tmp_path / f"w{i}", pg) for i, pg in enumerate(["0", "", None])]
+    assert [p for p, _ in runs] == [[], [], []]
+    assert runs[0][1] == runs[1][1] == runs[2][1] > 0
+
+
 def test_algorithm_that_cannot_run_on_the_group(tmp_path):
     wl = write_microbenchmark(tmp_path, 6, "all_reduce", 6 << 10)
     net = {**NET4, "npus_count": [6]}

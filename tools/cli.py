@@ -392,14 +392,14 @@ def astra_export(
     comm_groups: Annotated[Optional[Path], typer.Option(help="Comm-group JSON (default: comm_groups.json beside the ETs).")] = None,
 ) -> None:
     """Write a directory a real ASTRA-sim 2.x analytical binary runs as is (ETs, configs, run.sh)."""
-    from .astra_configs.formats import AstraNetwork, read_comm_groups, read_memory, read_network, read_system
+    from .astra_configs.formats import AstraNetwork, read_memory, read_network, read_system
     from .collectives.workload import read_workload
     from .network_backends.astra_sim import export
 
     net = read_network(network)
     if not isinstance(net, AstraNetwork):
         raise TracefabricError(f"{network}: ASTRA-sim's analytical backends need topology/npus_count/bandwidth/latency lists, not a packet fabric")
-    w = read_workload(workload, read_comm_groups(comm_groups) if comm_groups else None)
+    w = read_workload(workload, comm_groups)
     files = export(w, read_system(system), net, read_memory(memory), out)
     console.print(f"wrote {w.ranks} ETs and configs to {out}; run it with: {files['run']} PATH/TO/AstraSim_Analytical_Congestion_Unaware")
 

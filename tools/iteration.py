@@ -18,7 +18,7 @@ import pandas as pd
 
 from . import _core
 from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
-                                    read_comm_groups, read_memory, read_network, read_system)
+                                    read_memory, read_network, read_system)
 from .collectives.workload import Workload, engine_input, read_workload
 from .errors import ConfigError, SimulationError, from_system
 
@@ -115,8 +115,7 @@ def simulate(
     sys_cfg = _system(system)
     net = _network(network)
     mem = memory if isinstance(memory, RemoteMemory) else read_memory(memory)
-    groups = read_comm_groups(comm_groups) if comm_groups is not None else None
-    w = workload if isinstance(workload, Workload) else read_workload(workload, groups)
+    w = workload if isinstance(workload, Workload) else read_workload(workload, comm_groups)
     spec, dims = backend_spec(backend, net, w.ranks, scheme)
     engine_system = sys_cfg.for_engine(dims, astra_blocks=backend.startswith("analytical:astra"))
     try:

@@ -9,13 +9,13 @@ and sends without a matching receive.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..astra_configs.formats import read_comm_groups
 from ..errors import ConfigError
 from .chakra_io import COMM_TYPES, SCHEMA_VERSION, EtNode, comm_type_name, read_trace
 
@@ -39,9 +39,10 @@ class RankTrace:
     nodes: list[EtNode]
 
 
-def load(where: str | Path) -> tuple[list[RankTrace], dict[str, list[int]]]:
+def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list[RankTrace], dict[str, list[int]]]:
     """ETs of every rank: `where` is a directory holding `<prefix>.<r>.et` files, or a prefix
-    (`dir/trace` for `dir/trace.0.et`, ...). Ranks must be 0..N-1 with none missing."""
+    (`dir/trace` for `dir/trace.0.et`, ...). Ranks must be 0..N-1 with none missing. Groups come
+    from `comm_groups` if given, else from `comm_groups.json` beside the ETs if there is one."""
     where = Path(where)
     folder, prefix = (where, None) if where.is_dir() else (where.parent, where.name)
     found: dict[int, Path] = {}
@@ -58,9 +59,10 @@ def load(where: str | Path) -> tuple[list[RankTrace], dict[str, list[int]]]:
     for r in sorted(found):
         meta, nodes = read_trace(found[r])
         traces.append(RankTrace(r, found[r], meta, nodes))
-    groups_path = folder / "comm_groups.json"
-    groups = json.loads(groups_path.read_text()) if groups_path.is_file() else {}
-    return traces, {str(k): list(v) for k, v in groups.items()}
+    if comm_groups is not None:
+        return traces, read_comm_groups(comm_groups)
+    beside = folder / "comm_groups.json"
+    return traces, read_comm_groups(beside) if beside.is_file() else {}
 
 
 def _deps(n: EtNode) -> list[int]:
@@ -155,6 +157,22 @@ def validate(traces: list[RankTrace], groups: dict[str, list[int]]) -> None:
         raise ValidationError(found)
 
 
+# `pg_name` values that mean every rank when comm_groups.json lists no group of that name:
+# ASTRA-sim's own ETs carry none (or "0").
+WORLD_NAMES = ("", "0")
+
+
+def group_problem(pg: Any, groups: dict[str, list[int]]) -> str | None:
+    """Why a collective's `pg_name` names no group, or None: it must be a group of
+    comm_groups.json, or absent, empty or "0" for the world. `run` and `trace validate`
+    both apply this rule."""
+    name = "" if pg is None else str(pg)
+    if name in groups or name in WORLD_NAMES:
+        return None
+    known = ", ".join(sorted(groups)) or "none (no comm_groups.json)"
+    return f"pg_name {name!r} is not a known communicator group; known: {known}"
+
+
 def graph_problems(nodes: list[EtNode]) -> list[tuple[str, str]]:
     """(field, message) for each repeated node id and each dependency on the node itself or
     on a node the trace does not have (cycles are found apart)."""
@@ -188,10 +206,9 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
                 if a not in n.attrs:
                     out.append(f"{where}: node {n.id} ({n.name}): {n.type} lacks attribute '{a}'")
             pg = n.attrs.get("pg_name")
-            if groups and pg is not None and str(pg) not in groups:
-                out.append(f"{where}: node {n.id}: field 'pg_name' is {pg!r}, not a group of comm_groups.json "
-                           f"({', '.join(groups)})")
-            elif groups and pg is not None and t.rank not in groups[str(pg)]:
+            if n.type == "COMM_COLL_NODE" and (bad := group_problem(pg, groups)):
+                out.append(f"{where}: node {n.id} ({n.name}): {bad}")
+            elif pg is not None and str(pg) in groups and t.rank not in groups[str(pg)]:
                 out.append(f"{where}: node {n.id}: rank {t.rank} is not a member of group {pg!r} {groups[str(pg)]}")
     _, stuck = _topological(t.nodes)
     if stuck:
