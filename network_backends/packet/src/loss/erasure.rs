@@ -138,6 +138,11 @@ impl LossRecovery for Erasure {
     fn in_flight_bytes(&self, flow: FlowId) -> u64 {
         self.flows[flow as usize].in_flight
     }
+
+    fn nothing_due(&self, flow: FlowId) -> bool {
+        let f = &self.flows[flow as usize];
+        f.acked + f.in_flight >= f.bytes
+    }
 }
 
 #[cfg(test)]

@@ -197,6 +197,12 @@ impl LossRecovery for Sack {
     fn in_flight_bytes(&self, flow: FlowId) -> u64 {
         self.flows[flow as usize].in_flight
     }
+
+    fn nothing_due(&self, flow: FlowId) -> bool {
+        // `next_packet` skips queued packets acknowledged meanwhile.
+        let f = &self.flows[flow as usize];
+        f.next_new >= f.n_packets && f.retransmit.iter().all(|&seq| f.acked[seq as usize])
+    }
 }
 
 #[cfg(test)]
