@@ -149,8 +149,9 @@ pub struct EventQueue {
     in_far: usize,
     heap: BinaryHeap<Reverse<Key>>,
     /// Events pushed for a bucket before the current one, as full keys, sorted. Only a
-    /// caller that peeks (the next event is then already the current bucket's) and then
-    /// schedules something earlier puts anything here.
+    /// caller that looks ahead (`peek_time`, or a `pop_before` that declines: the next
+    /// event is then already the current bucket's) and then schedules something earlier
+    /// puts anything here.
     early: Vec<Key>,
     /// Spare buffer for sorting a bucket.
     scratch: Vec<u64>,
@@ -223,8 +224,17 @@ impl EventQueue {
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        if !self.early.is_empty() {
-            let k = self.early.remove(0);
+        self.pop_before(Time(u64::MAX))
+    }
+
+    /// The earliest event if it comes before `limit`; otherwise it stays queued.
+    #[inline]
+    pub fn pop_before(&mut self, limit: Time) -> Option<(Time, Event)> {
+        if let Some(&k) = self.early.first() {
+            if key_time(k) >= limit.0 {
+                return None;
+            }
+            self.early.remove(0);
             self.popped += 1;
             return Some((Time(key_time(k)), Event::unpack(k as u64 & EVENT_MASK)));
         }
@@ -232,12 +242,13 @@ impl EventQueue {
             return None;
         }
         let e = self.current[self.next];
+        let at = Time(self.cur_bucket << BUCKET_BITS | e >> OFFSET_SHIFT);
+        if at >= limit {
+            return None;
+        }
         self.next += 1;
         self.popped += 1;
-        Some((
-            Time(self.cur_bucket << BUCKET_BITS | e >> OFFSET_SHIFT),
-            Event::unpack(e & EVENT_MASK),
-        ))
+        Some((at, Event::unpack(e & EVENT_MASK)))
     }
 
     /// Move to the next bucket that holds events; false if there are none at all.
@@ -395,5 +406,27 @@ mod tests {
                 (Time(5_000_000), Event::Rto(9)),
             ]
         );
+    }
+
+    #[test]
+    fn pop_before_leaves_later_events_queued_and_in_order() {
+        let mut q = EventQueue::default();
+        q.push(Time(100), Event::PortFree(0));
+        q.push(Time(5_000_000), Event::PortFree(1));
+        assert_eq!(
+            q.pop_before(Time(101)),
+            Some((Time(100), Event::PortFree(0)))
+        );
+        // Declined at the limit (exclusive), after moving on to the later bucket.
+        assert_eq!(q.pop_before(Time(5_000_000)), None);
+        q.push(Time(4_000), Event::Rto(3));
+        assert_eq!(q.pop_before(Time(4_000)), None);
+        assert_eq!(
+            q.pop_before(Time(4_001)),
+            Some((Time(4_000), Event::Rto(3)))
+        );
+        assert_eq!(q.pop_before(Time(4_001)), None);
+        assert_eq!(q.pop(), Some((Time(5_000_000), Event::PortFree(1))));
+        assert_eq!((q.pop(), q.processed()), (None, 3));
     }
 }

@@ -270,6 +270,17 @@ fn prefetch_addr<T>(addr: *const T) {
 /// save 30% of the CPU time (permutation (d) of the benchmarks).
 const PREFETCH_MIN_PORTS: usize = 2048;
 
+/// Why the event loop (`Simulation::process`) stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum Stop {
+    /// No event left before its time limit (or none at all).
+    Waiting,
+    /// A flow completed in a driven run.
+    Completion,
+    /// Every flow is complete (not driven).
+    AllComplete,
+}
+
 /// Called now and then with (flows finished, flows total); return false to cancel.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize) -> bool;
 
@@ -450,12 +461,37 @@ impl Simulation {
             let start = self.flows[f as usize].spec.start;
             self.events.push(start, Event::FlowStart(f));
         }
-        let max_time = Time((self.cfg.limits.max_time_ms * 1e9).round() as u64);
+        if self.process(Time(u64::MAX), progress)? != Stop::AllComplete {
+            return Err(self.unfinished("no events left while flows were incomplete".to_string()));
+        }
+        // Every flow is complete: freeze the statistics, then let stragglers drain.
+        self.draining = true;
+        let completed_at = self.now;
+        self.catch_up_all(completed_at);
+        let areas_at_completion: Vec<u128> = (0..self.ports.len())
+            .map(|p| self.queue_area_until(p, completed_at))
+            .collect();
+        self.process(Time(u64::MAX), progress)?;
+        progress(total, total);
+        Ok(self.report(completed_at, &areas_at_completion))
+    }
+
+    /// The event loop of `run` and of `next_completion`: one loop, so the compiler inlines
+    /// its hot paths once. (With a copy in each, LLVM left the switch and host arrivals
+    /// and `enqueue` out of line in the Python extension, where `next_completion` is live,
+    /// and (c) of the benchmarks ran ~15% slower there than in the example runner.) Runs
+    /// the events before `until` until none is left, a driven flow completes, or every
+    /// flow is complete.
+    #[inline(never)]
+    fn process(&mut self, until: Time, progress: Progress) -> SimResult<Stop> {
+        let total = self.flows.len();
         // Events after this end the run, until every flow is complete.
-        let mut limit = max_time;
-        let mut completed_at = Time::ZERO;
-        let mut areas_at_completion: Vec<u128> = Vec::new();
-        while let Some((t, ev)) = self.events.pop() {
+        let limit = if self.draining {
+            Time(u64::MAX)
+        } else {
+            Time((self.cfg.limits.max_time_ms * 1e9).round() as u64)
+        };
+        while let Some((t, ev)) = self.events.pop_before(until) {
             if self.prefetch {
                 self.prefetch_ahead();
             }
@@ -466,25 +502,18 @@ impl Simulation {
                 )));
             }
             self.dispatch(t, ev)?;
-            if self.done == total && !self.draining {
-                // Every flow is complete: freeze the statistics, then let stragglers drain.
-                self.draining = true;
-                limit = Time(u64::MAX);
-                completed_at = self.now;
-                self.catch_up_all(completed_at);
-                areas_at_completion = (0..self.ports.len())
-                    .map(|p| self.queue_area_until(p, completed_at))
-                    .collect();
+            if self.driven {
+                if !self.completions.is_empty() {
+                    return Ok(Stop::Completion);
+                }
+            } else if self.done == total && !self.draining {
+                return Ok(Stop::AllComplete);
             }
             if self.events.processed() & 0xF_FFFF == 0 && !progress(self.done, total) {
                 return Err(self.unfinished("cancelled".to_string()));
             }
         }
-        if !self.draining {
-            return Err(self.unfinished("no events left while flows were incomplete".to_string()));
-        }
-        progress(total, total);
-        Ok(self.report(completed_at, &areas_at_completion))
+        Ok(Stop::Waiting)
     }
 
     /// At scale most of an event's time goes to cache misses on its port's record and on
@@ -589,25 +618,10 @@ impl Simulation {
     /// Runs until the next flow completes (its last ACK is back at the sender), processing
     /// only events before `limit`; `None` when nothing completes before it.
     pub fn next_completion(&mut self, limit: Time) -> SimResult<Option<(Time, u32)>> {
-        let max_time = Time((self.cfg.limits.max_time_ms * 1e9).round() as u64);
-        loop {
-            if let Some(c) = self.completions.pop_front() {
-                return Ok(Some(c));
-            }
-            match self.events.peek_time() {
-                Some(t) if t < limit => {
-                    if t > max_time {
-                        return Err(self.unfinished(format!(
-                            "limits.max_time_ms = {} reached",
-                            self.cfg.limits.max_time_ms
-                        )));
-                    }
-                    let (t, ev) = self.events.pop().expect("peeked");
-                    self.dispatch(t, ev)?;
-                }
-                _ => return Ok(None),
-            }
+        if self.completions.is_empty() {
+            self.process(limit, &mut |_, _| true)?;
         }
+        Ok(self.completions.pop_front())
     }
 
     /// The report of a driven run, with statistics up to the last completion.
@@ -766,7 +780,6 @@ impl Simulation {
         (p.wire() as u32 - self.cfg.packet.header_bytes) as u64
     }
 
-    #[inline(always)]
     fn host_receive(&mut self, h: u32, p: Packet) {
         let port = self.host_nic_now(h);
         if !p.is_ack() {
@@ -965,11 +978,6 @@ impl Simulation {
         }
     }
 
-    // Always inlined, like `enqueue` and `host_receive`: the event loop is inlined twice (`run` and the
-    // system layer's `next_completion`), and with two call sites LLVM left these two out
-    // of line in the Python extension (not in the Rust example runner, which has no
-    // `next_completion`): 13% of (c)'s samples in calls, (c) ~15% slower there.
-    #[inline(always)]
     fn switch_receive(&mut self, node: u32, p: Packet) {
         let dst_edge = self.topo.host_edge[p.dst() as usize];
         let out = if dst_edge == node {
@@ -1009,7 +1017,6 @@ impl Simulation {
         self.enqueue(out as usize, p);
     }
 
-    #[inline(always)]
     fn enqueue(&mut self, port: usize, p: Packet) {
         self.catch_up(port, self.now);
         let wire = p.wire() as u64;
