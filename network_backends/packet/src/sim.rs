@@ -180,6 +180,8 @@ struct FlowRt {
     spec: FlowSpec,
     finish: Option<Time>,
     slot: usize,
+    /// Started by `start_flow` (driven runs): a second start is refused.
+    started: bool,
     rto_pending: bool,
     timeouts_in_a_row: u32,
     timeouts: u64,
@@ -390,6 +392,7 @@ impl Simulation {
                 spec,
                 finish: None,
                 slot: 0,
+                started: false,
                 rto_pending: false,
                 timeouts_in_a_row: 0,
                 timeouts: 0,
@@ -599,16 +602,24 @@ impl Simulation {
                 message: format!("no such flow (the run declared {n})"),
             });
         };
-        if at < self.now || flow.finish.is_some() {
+        if flow.started {
+            return Err(SimError::BadFlow {
+                index: f as usize,
+                field: "id",
+                message: format!("started twice (first at {} ps)", flow.spec.start.0),
+            });
+        }
+        if at < self.now {
             return Err(SimError::BadFlow {
                 index: f as usize,
                 field: "start_ps",
                 message: format!(
-                    "started at {} ps, before the engine's clock ({} ps) or twice",
+                    "started at {} ps, before the engine's clock ({} ps)",
                     at.0, self.now.0
                 ),
             });
         }
+        flow.started = true;
         flow.spec.start = at;
         self.hot[f as usize].next_allowed = at;
         self.events.push(at, Event::FlowStart(f));
@@ -1265,6 +1276,28 @@ mod tests {
         assert!(sim.lazy_hosts, "the config should allow lazy host NICs");
         sim.lazy_hosts = lazy;
         sim.run(&mut |_, _| true).unwrap()
+    }
+
+    #[test]
+    fn a_driven_flow_starts_once_and_not_in_the_past() {
+        let cfg = r#"{"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 100},
+            "traffic": {"kind": "flows", "src": [0, 1], "dst": [5, 6], "bytes": [8192, 4096],
+                        "start_ps": [0, 0]}}"#;
+        let mut sim = Simulation::new(SimConfig::from_json(cfg).unwrap()).unwrap();
+        sim.drive();
+        sim.start_flow(0, Time(1_000)).unwrap();
+        let twice = sim.start_flow(0, Time(2_000)).unwrap_err().to_string();
+        assert!(
+            twice.contains("started twice (first at 1000 ps)"),
+            "{twice}"
+        );
+        let (t, f) = sim.next_completion(Time(u64::MAX)).unwrap().unwrap();
+        assert_eq!(f, 0);
+        // Two 4158 B frames at 100 Gbps behind a 1 us start: at least the NIC's 2 x 332.64 ns.
+        assert!(t.0 > 1_000 + 2 * 332_640, "{t:?}");
+        let past = sim.start_flow(1, Time(500)).unwrap_err().to_string();
+        assert!(past.contains("before the engine's clock"), "{past}");
+        assert_eq!(sim.next_completion(Time(u64::MAX)).unwrap(), None);
     }
 
     #[test]
