@@ -149,9 +149,8 @@ pub struct EventQueue {
     in_far: usize,
     heap: BinaryHeap<Reverse<Key>>,
     /// Events pushed for a bucket before the current one, as full keys, sorted. Only a
-    /// caller that looks ahead (`peek_time`, or a `pop_before` that declines: the next
-    /// event is then already the current bucket's) and then schedules something earlier
-    /// puts anything here.
+    /// caller whose `pop_before` declined (the next event is then already the current
+    /// bucket's) and who then schedules something earlier puts anything here.
     early: Vec<Key>,
     /// Spare buffer for sorting a bucket.
     scratch: Vec<u64>,
@@ -312,19 +311,6 @@ impl EventQueue {
         self.far[span as usize % FAR] = slot;
     }
 
-    /// Time of the earliest event, without removing it.
-    pub fn peek_time(&mut self) -> Option<Time> {
-        if let Some(&k) = self.early.first() {
-            return Some(Time(key_time(k)));
-        }
-        if self.next == self.current.len() && !self.advance() {
-            return None;
-        }
-        Some(Time(
-            self.cur_bucket << BUCKET_BITS | self.current[self.next] >> OFFSET_SHIFT,
-        ))
-    }
-
     /// The port of the `n`-th event after the next one to pop, if that event is already
     /// in the bucket being drained and is a port's (PortFree or LinkArrive, the latter
     /// flagged `true`). For prefetching only.
@@ -383,18 +369,22 @@ mod tests {
     }
 
     #[test]
-    fn an_event_scheduled_between_now_and_a_peeked_bucket_still_comes_first() {
+    fn an_event_scheduled_before_a_declined_bucket_still_comes_first() {
         let mut q = EventQueue::default();
         q.push(Time(100), Event::PortFree(0));
         q.push(Time(5_000_000), Event::PortFree(1));
         q.push(Time(5_000_000), Event::PortFree(2));
-        assert_eq!(q.pop(), Some((Time(100), Event::PortFree(0))));
-        assert_eq!(q.peek_time(), Some(Time(5_000_000)));
-        // Earlier than the bucket peek moved to, and a tie with a peeked event.
+        assert_eq!(
+            q.pop_before(Time(101)),
+            Some((Time(100), Event::PortFree(0)))
+        );
+        // Declined at the limit (exclusive), after moving on to the later bucket.
+        assert_eq!(q.pop_before(Time(5_000_000)), None);
+        // Earlier than that bucket, and a tie with its events.
         q.push(Time(3_000), Event::Rto(7));
         q.push(Time(2_000), Event::Rto(8));
         q.push(Time(5_000_000), Event::Rto(9));
-        assert_eq!(q.peek_time(), Some(Time(2_000)));
+        assert_eq!(q.pop_before(Time(2_000)), None);
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
@@ -406,27 +396,5 @@ mod tests {
                 (Time(5_000_000), Event::Rto(9)),
             ]
         );
-    }
-
-    #[test]
-    fn pop_before_leaves_later_events_queued_and_in_order() {
-        let mut q = EventQueue::default();
-        q.push(Time(100), Event::PortFree(0));
-        q.push(Time(5_000_000), Event::PortFree(1));
-        assert_eq!(
-            q.pop_before(Time(101)),
-            Some((Time(100), Event::PortFree(0)))
-        );
-        // Declined at the limit (exclusive), after moving on to the later bucket.
-        assert_eq!(q.pop_before(Time(5_000_000)), None);
-        q.push(Time(4_000), Event::Rto(3));
-        assert_eq!(q.pop_before(Time(4_000)), None);
-        assert_eq!(
-            q.pop_before(Time(4_001)),
-            Some((Time(4_000), Event::Rto(3)))
-        );
-        assert_eq!(q.pop_before(Time(4_001)), None);
-        assert_eq!(q.pop(), Some((Time(5_000_000), Event::PortFree(1))));
-        assert_eq!((q.pop(), q.processed()), (None, 3));
     }
 }

@@ -406,7 +406,8 @@ impl Simulation {
         // at the far end, so that must not come before the NIC frees up (link delay >=
         // inter-frame gap); and a decision caught up that late must not arm a timer in
         // the past (timeout >= link delay). Paced flows become sendable with time alone.
-        let lazy_hosts = !cc.paces()
+        let paced = cc.paces();
+        let lazy_hosts = !paced
             && ports.iter().all(|p: &PortRt| {
                 !p.owner_is_host || (p.arrive_delay >= p.gap && rto >= p.arrive_delay)
             });
@@ -420,7 +421,7 @@ impl Simulation {
             red_min: (cfg.switch.ecn_kmin * buffer).floor() as u64,
             red_max: (cfg.switch.ecn_kmax * buffer).ceil() as u64,
             lazy_hosts,
-            paced: cc.paces(),
+            paced,
             lb_reads_queues: lb.reads_queues(),
             prefetch: n_ports >= PREFETCH_MIN_PORTS,
             hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),
@@ -723,11 +724,11 @@ impl Simulation {
             self.owe_send(port); // come back for the next frame
             return;
         }
-        let mut n = self.hosts[h as usize].active.len();
         if self.hosts[h as usize].unblocked == 0 && !self.paced {
             // Unpaced flows are due from their start: only unblocked ones could send.
-            n = 0;
+            return;
         }
+        let n = self.hosts[h as usize].active.len();
         let mut earliest: Option<Time> = None;
         // Round robin from `rr`, stepping instead of taking a remainder per flow.
         let mut next = if n == 0 {
@@ -1293,8 +1294,18 @@ mod tests {
         );
         let (t, f) = sim.next_completion(Time(u64::MAX)).unwrap().unwrap();
         assert_eq!(f, 0);
-        // Two 4158 B frames at 100 Gbps behind a 1 us start: at least the NIC's 2 x 332.64 ns.
-        assert!(t.0 > 1_000 + 2 * 332_640, "{t:?}");
+        // The same flow alone, declared to start then and run undriven, ends at the same ps.
+        let alone = cfg.replace(
+            r#""src": [0, 1], "dst": [5, 6], "bytes": [8192, 4096],
+                        "start_ps": [0, 0]"#,
+            r#""src": [0], "dst": [5], "bytes": [8192], "start_ps": [1000]"#,
+        );
+        assert_ne!(alone, cfg);
+        let undriven = Simulation::new(SimConfig::from_json(&alone).unwrap()).unwrap();
+        assert_eq!(
+            t.0,
+            undriven.run(&mut |_, _| true).unwrap().flows[0].finish_ps
+        );
         let past = sim.start_flow(1, Time(500)).unwrap_err().to_string();
         assert!(past.contains("before the engine's clock"), "{past}");
         assert_eq!(sim.next_completion(Time(u64::MAX)).unwrap(), None);
