@@ -34,6 +34,9 @@ def test_unknown_or_bad_scheme_parameter_names_it():
     ("leaf-spine:leaves=2,spines=3,oversubscription=0.5", "topology.oversubscription"),
     ("torus:x=4", "topology"),
     ("fat-tree:k=4,pods=2", "topology.pods"),
+    # 2^24 + 3,504 hosts: packets address hosts with 24 bits (topology::MAX_HOSTS)
+    ("leaf-spine:leaves=69920,spines=1,hosts_per_leaf=240", "topology"),
+    ("leaf-spine:leaves=100000,spines=1,hosts_per_leaf=100000", "topology"),
 ])
 def test_impossible_topology_names_the_field(topology, field):
     with pytest.raises(ConfigError) as e:

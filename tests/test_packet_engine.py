@@ -46,6 +46,20 @@ def test_idle_flow_fct_is_serialization_plus_propagation_to_the_picosecond(topol
     assert r.summary["cct_ps"] == r.summary["lower_bound_ps"] == want
 
 
+def test_frames_over_4_3_ms_apart_on_a_long_link_arrive_on_time():
+    # A frame on a link stores its arrival as a 32-bit picosecond gap behind the frame ahead
+    # of it; on a 10 ms link, frames sent 4.5 ms apart overflow that (at the NIC, the switch
+    # and, for the ACKs, the receiver's NIC) and take the engine's fallback. Each one-packet
+    # flow crosses the fabric alone: two hops of data, two of ACK.
+    link = 10_000_000_000
+    r = simulate("fat-tree:k=4", {**flows((0, 1, 4096), (0, 1, 4096), (0, 1, 4096)),
+                                  "start_ps": [0, 4_500_000_000, 4_600_000_000]},
+                 lb="host_spray", seed=1, link={"latency_ns": link / 1000},
+                 limits={"rto_us": 100_000, "max_time_ms": 1_000})
+    assert list(r.flows["fct_ps"]) == [2 * (T_DATA + link) + 2 * (T_ACK + link)] * 3
+    assert_conserved(r)
+
+
 # ---- acceptance 2: the permutation lower bound (App. B) -------------------------------------
 
 def appendix_b_schedule(m: int, hops: int, ack_first: bool) -> int:

@@ -53,6 +53,9 @@ pub struct Topology {
 
 pub const NO_GROUP: GroupId = u32::MAX;
 
+/// Most hosts a topology may have: packets address hosts with 24 bits.
+pub const MAX_HOSTS: u32 = 1 << 24;
+
 impl Topology {
     pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> SimResult<Topology> {
         let mut b = Builder::default();
@@ -143,7 +146,18 @@ impl Topology {
                         x.round() as u32
                     }
                 };
-                let n_hosts = leaves * hpl;
+                let n_hosts = match leaves.checked_mul(hpl) {
+                    Some(n) if n <= MAX_HOSTS => n,
+                    _ => {
+                        return Err(config_err(
+                            "topology",
+                            format!(
+                                "leaves x hosts per leaf = {} exceeds the supported maximum of {MAX_HOSTS} hosts",
+                                leaves as u64 * hpl as u64
+                            ),
+                        ))
+                    }
+                };
                 b.tier_names = vec!["host", "L", "S"];
                 for _ in 0..n_hosts {
                     b.add_node(0, 0);
