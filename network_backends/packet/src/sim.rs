@@ -136,9 +136,9 @@ impl Packet {
 #[repr(C, align(64))]
 struct PortRt {
     /// Frames on the wire, oldest first; only the oldest has a pending event. Each
-    /// later one carries its arrival time as a `gap` after the one ahead of it, which is
-    /// the change in `busy_until` its transmission made (a frame arrives a fixed
-    /// `arrive_delay - gap` after its port frees up).
+    /// later one carries its arrival time as `Packet::gap` after the one ahead of it,
+    /// which is the change in `busy_until` its transmission made (every frame arrives
+    /// `arrive_delay` minus the inter-frame `gap` after its port frees up).
     wire: VecDeque<Packet>,
     /// The port is serializing (frame + gap) until then.
     busy_until: Time,
