@@ -62,7 +62,8 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
     ranks = []
     for t in w.traces:
         # The same graph checks as `trace validate` (cycles: the system layer names them).
-        for field, message in graph_problems(t.nodes)[:1]:
+        if problems := graph_problems(t.nodes):
+            field, message = problems[0]
             raise ConfigError(f"{t.path}: {message}", field)
         pos = {n.id: i for i, n in enumerate(t.nodes)}
         nodes = []

@@ -34,8 +34,7 @@ def test_unknown_or_bad_scheme_parameter_names_it():
     ("leaf-spine:leaves=2,spines=3,oversubscription=0.5", "topology.oversubscription"),
     ("torus:x=4", "topology"),
     ("fat-tree:k=4,pods=2", "topology.pods"),
-    # 2^24 + 3,504 hosts: packets address hosts with 24 bits (topology::MAX_HOSTS)
-    ("leaf-spine:leaves=69920,spines=1,hosts_per_leaf=240", "topology"),
+    # 10^10 hosts: past u32 and past the 2^24 packets can address
     ("leaf-spine:leaves=100000,spines=1,hosts_per_leaf=100000", "topology"),
 ])
 def test_impossible_topology_names_the_field(topology, field):
@@ -43,6 +42,14 @@ def test_impossible_topology_names_the_field(topology, field):
         simulate(topology, "permutation:size=4KiB")
     assert e.value.field == field
     assert "\n" not in str(e.value)
+
+
+def test_a_leaf_spine_past_the_host_limit_is_refused_before_it_is_built():
+    # 69,920 leaves x 240 hosts = 16,780,800 > 2^24 = 16,777,216 (packets address hosts with 24 bits).
+    with pytest.raises(ConfigError) as e:
+        simulate("leaf-spine:leaves=69920,spines=1,hosts_per_leaf=240", "permutation:size=4KiB")
+    assert str(e.value) == ("invalid config field `topology`: leaves x hosts per leaf = 16780800 "
+                            "exceeds the supported maximum of 16777216 hosts")
 
 
 @pytest.mark.parametrize("traffic,field", [
