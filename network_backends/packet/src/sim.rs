@@ -1030,6 +1030,14 @@ impl Simulation {
                 gap => self.now + Dur(gap as u64),
             };
             self.events.push(at, Event::LinkArrive(port as u32));
+            // The next arrival reads the gap of the frame after `next`, every other
+            // time on a line not touched since it was sent, ~24 frames ago on a 1 us
+            // link: start loading it now. (The look-ahead, where on, does it anyway.)
+            if !self.prefetch {
+                if let Some(f) = self.ports[port].wire.get(1) {
+                    prefetch(f, 1);
+                }
+            }
         }
         if !self.ports[port].owner_is_host {
             // The usual time a switch port's next departures are worked out (see
@@ -1185,6 +1193,12 @@ impl Simulation {
         let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
             return;
         };
+        // The port's next departure reads the new head, often on a line not touched
+        // since it was queued: start loading it now (it is needed a frame time or more
+        // from now, when a packet arrives at the port or one it sent reaches the far end).
+        if let Some(f) = rt.q_hi.front().or_else(|| rt.q_lo.front()) {
+            prefetch(f, 1);
+        }
         let left = self.queued[port] - pkt.wire() as u64;
         self.set_queued(port, left, at);
         if !pkt.is_ack() && self.cfg.switch.ecn && self.red_marks(port, left) {
