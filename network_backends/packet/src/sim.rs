@@ -300,8 +300,9 @@ fn prefetch_addr<T>(addr: *const T) {
     }
 }
 
-/// Networks with fewer ports than this run without prefetching. At k=8 (768 ports) the
-/// ports' records and FIFOs stay in L2, so the prefetch hints only cost instructions
+/// Networks with fewer ports than this run without the look-ahead (`prefetch_ahead`;
+/// the single prefetches in `on_link_arrive` and `dequeue_at` stay on). At k=8 (768
+/// ports) the ports' records and FIFOs stay in L2, so its hints only cost instructions
 /// (14% of all at k=8; measured slower on all-to-all there); at k=16 (6,144 ports) they
 /// save 30% of the CPU time (permutation (d) of the benchmarks).
 const PREFETCH_MIN_PORTS: usize = 2048;
@@ -1031,8 +1032,9 @@ impl Simulation {
             };
             self.events.push(at, Event::LinkArrive(port as u32));
             // The next arrival reads the gap of the frame after `next`, every other
-            // time on a line not touched since it was sent, ~24 frames ago on a 1 us
-            // link: start loading it now. (The look-ahead, where on, does it anyway.)
+            // time on a line not touched since it was sent, a link latency ago (~24
+            // frames at 800 Gbps and 1 us): start loading it now. (The look-ahead, where
+            // on, does it anyway.)
             if !self.prefetch {
                 if let Some(f) = self.ports[port].wire.get(1) {
                     prefetch(f, 1);
