@@ -18,6 +18,7 @@ pub mod lb;
 pub mod loss;
 pub mod network_api;
 pub mod params;
+mod prefetch;
 pub mod report;
 pub mod rng;
 pub mod sim;

@@ -16,9 +16,10 @@ use crate::error::{SimError, SimResult};
 use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
 use crate::loss::{self, LossInit, LossRecovery};
+use crate::prefetch::{prefetch, prefetch_addr};
 use crate::report::{FlowResult, LinkResult, Report, StageStats};
 use crate::rng::{derive_seed, mix64};
-use crate::topology::{Topology, MAX_HOSTS};
+use crate::topology::{PortId, Topology, MAX_HOSTS};
 use crate::traffic::{self, FlowSpec};
 use crate::units::{Dur, Rate, Time, PS_PER_US};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -131,8 +132,8 @@ impl Packet {
 
 /// Fields are grouped by the events that touch them together, hot first, so an event
 /// touches one or two cache lines of its port: a link arrival only the first, a
-/// transmission the first two, a queued packet the first and the third. (The engine's
-/// speed at scale is mostly cache misses.)
+/// transmission the first two, a queued packet the first and its queue's (the second
+/// for an ACK, the third for data). (The engine's speed at scale is mostly cache misses.)
 #[repr(C, align(64))]
 struct PortRt {
     /// Frames on the wire, oldest first; only the oldest has a pending event. Each
@@ -144,7 +145,9 @@ struct PortRt {
     busy_until: Time,
     /// Propagation plus, if the far end is a switch, its forwarding latency.
     arrive_delay: Dur,
-    gap: Dur,
+    /// Bytes in `q_hi` and `q_lo` (switch ports). On this line, not the queues', since a
+    /// packet routed here reads it with `busy_until` before anything else (see `enqueue`).
+    queued: u64,
     peer: u32,
     owner_is_host: bool,
     /// A PortFree event is pending (only scheduled when someone waits for the port).
@@ -152,6 +155,8 @@ struct PortRt {
     /// A host NIC owes the decision on its next frame at `busy_until` (see `host_catch_up`).
     send_owed: bool,
 
+    /// (The inter-frame gap is `rate` times `PacketConfig::gap_bytes`, worked out per
+    /// frame: lines 1 and 2 are full.)
     rate: Rate,
     tx_bytes: u64,
     /// Data frame bytes sent (link load for the per-stage balance metrics).
@@ -163,6 +168,11 @@ struct PortRt {
     last_change: Time,
     queue_area: u128,
 }
+
+// What a link arrival and a packet routed to the port read must share the first line.
+const _: () = assert!(std::mem::offset_of!(PortRt, queued) + 8 <= 64);
+const _: () = assert!(std::mem::offset_of!(PortRt, busy_until) + 8 <= 64);
+const _: () = assert!(std::mem::size_of::<PortRt>() == 192);
 
 /// Rare per-port counts, kept out of the hot records.
 #[derive(Clone, Copy, Default)]
@@ -228,7 +238,6 @@ pub struct Simulation {
     hot: Vec<FlowHot>,
     ports: Vec<PortRt>,
     port_counts: Vec<PortCounts>,
-    queued: Vec<u64>,
     hosts: Vec<HostRt>,
     /// Packets in flight or queued (a packet and the ACK it turns into count once).
     live_packets: u64,
@@ -272,32 +281,6 @@ pub struct Simulation {
     completions: VecDeque<(Time, u32)>,
     /// Arrival times of frames whose gap did not fit (`GAP_LATE`), per port, in order.
     late_arrivals: HashMap<u32, VecDeque<Time>>,
-}
-
-/// A hint to load `n` consecutive values starting at `x` into the cache: the lines of
-/// their first and last byte (a frame in a FIFO buffer often straddles two lines).
-/// The values past `x` need not exist: only addresses are formed, nothing is read.
-#[inline(always)]
-fn prefetch<T>(x: &T, n: usize) {
-    let first = x as *const T as *const u8;
-    prefetch_addr(first);
-    prefetch_addr(first.wrapping_add(n * std::mem::size_of::<T>() - 1));
-}
-
-/// A hint to load the cache line of `addr`, which need not be valid. Most of an event's
-/// time at scale is cache misses on state the coming events are known to need, so the
-/// event loop prefetches it (measured at k=16: the port and frame prefetches took
-/// ~15% off the CPU time, the route prefetch another ~15%).
-#[inline(always)]
-fn prefetch_addr<T>(addr: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: `_mm_prefetch` is `unsafe` only for its `target_feature(sse)`, which
-        // every x86_64 CPU has; a prefetch never faults, whatever the address, and
-        // changes no program state.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(addr as *const i8) };
-    }
 }
 
 /// Networks with fewer ports than this run without the look-ahead (`prefetch_ahead`;
@@ -393,10 +376,10 @@ impl Simulation {
                 q_lo: VecDeque::new(),
                 wire: VecDeque::new(),
                 busy_until: Time::ZERO,
+                queued: 0,
                 wake_pending: false,
                 send_owed: false,
                 rate: p.rate,
-                gap: p.rate.serialization(cfg.packet.gap_bytes as u64),
                 arrive_delay: if p.peer < topo.n_hosts {
                     p.latency
                 } else {
@@ -445,7 +428,8 @@ impl Simulation {
         let paced = cc.paces();
         let lazy_hosts = !paced
             && ports.iter().all(|p: &PortRt| {
-                !p.owner_is_host || (p.arrive_delay >= p.gap && rto >= p.arrive_delay)
+                let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
+                !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
             });
         let buffer = cfg.switch.buffer_bytes as f64;
         let salts = (0..topo.n_nodes() as u64)
@@ -461,7 +445,6 @@ impl Simulation {
             lb_reads_queues: lb.reads_queues(),
             prefetch: n_ports >= PREFETCH_MIN_PORTS,
             hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),
-            queued: vec![0; n_ports],
             port_counts: vec![PortCounts::default(); n_ports],
             live_packets: 0,
             events: EventQueue::default(),
@@ -566,12 +549,12 @@ impl Simulation {
         const NEAR: usize = 3;
         const FAR: usize = 7;
         if let Some((p, _)) = self.events.port_event_ahead(FAR) {
-            // Both events read the record's first line and, at a switch port catching
-            // up, the queues' (the third) and the backlog.
+            // Both events read the record's first line (with the backlog) and, at a
+            // switch port catching up, the queues' (the second and third).
             let rt = &self.ports[p as usize];
             prefetch(rt, 1);
             prefetch(&rt.q_hi, 1);
-            prefetch_addr(&self.queued[p as usize]);
+            prefetch(&rt.q_lo, 1);
         }
         if let Some((p, arrival)) = self.events.port_event_ahead(NEAR) {
             let rt = &self.ports[p as usize];
@@ -963,7 +946,7 @@ impl Simulation {
         let p = &mut self.ports[port];
         let wire = pkt.wire() as u64;
         let ser = p.rate.serialization(wire);
-        let busy_until = at + ser + p.gap;
+        let busy_until = at + ser + p.rate.serialization(self.cfg.packet.gap_bytes as u64);
         if p.wire.is_empty() {
             self.events
                 .push(at + ser + p.arrive_delay, Event::LinkArrive(port as u32));
@@ -1025,12 +1008,16 @@ impl Simulation {
             .pop_front()
             .expect("arrival event without a frame on the link");
         if let Some(next) = self.ports[port].wire.front() {
+            let (gap, next_flow, next_is_ack) = (next.gap(), next.flow(), next.is_ack());
             // Its event fires at its arrival, so now is the arrival of the frame it follows.
-            let at = match next.gap() {
+            let at = match gap {
                 GAP_LATE => self.late_arrival(port),
                 gap => self.now + Dur(gap as u64),
             };
             self.events.push(at, Event::LinkArrive(port as u32));
+            if self.ports[port].peer < self.topo.n_hosts {
+                self.prefetch_host_bound(next_flow, next_is_ack);
+            }
             // The next arrival reads the gap of the frame after `next`, every other
             // time on a line not touched since it was sent, a link latency ago (~24
             // frames at 800 Gbps and 1 us): start loading it now. (The look-ahead, where
@@ -1055,6 +1042,17 @@ impl Simulation {
             self.host_receive(node, pkt);
         } else {
             self.switch_receive(node, pkt);
+        }
+    }
+
+    /// The next frame on a link reaches a host: start loading the flow state it will
+    /// read there (a receiver addresses the ACK from it, a sender checks the ACK against
+    /// it). With thousands of flows these are misses (all-to-all (c) of the benchmarks).
+    #[inline(never)]
+    fn prefetch_host_bound(&self, flow: u32, is_ack: bool) {
+        prefetch_addr(&self.hot[flow as usize]);
+        if is_ack {
+            self.loss.prefetch_ack(flow);
         }
     }
 
@@ -1085,12 +1083,14 @@ impl Simulation {
                     }
                 }
                 let candidates = self.topo.group_ports(group);
+                let ports = &self.ports;
+                let backlog = |p: PortId| ports[p as usize].queued;
                 let view = SwitchView {
                     now: self.now,
                     node,
                     group,
                     candidates,
-                    queued_bytes: &self.queued,
+                    backlog: &backlog,
                     buffer_bytes: self.cfg.switch.buffer_bytes,
                     salt: self.salts[node as usize],
                 };
@@ -1110,7 +1110,7 @@ impl Simulation {
     fn enqueue(&mut self, port: usize, p: Packet) {
         self.catch_up(port, self.now);
         let wire = p.wire() as u64;
-        if self.queued[port] + wire > self.cfg.switch.buffer_bytes {
+        if self.ports[port].queued + wire > self.cfg.switch.buffer_bytes {
             self.port_counts[port].drops += 1;
             if p.is_ack() {
                 self.acks_dropped += 1;
@@ -1122,7 +1122,7 @@ impl Simulation {
             return;
         }
         // (A switch port's queues are empty exactly when it has no bytes queued.)
-        if self.ports[port].busy_until <= self.now && self.queued[port] == 0 {
+        if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
             // Straight through an idle port: no queue, no mark.
             self.transmit(port, p, self.now);
             return;
@@ -1132,7 +1132,7 @@ impl Simulation {
         } else {
             self.ports[port].q_lo.push_back(p);
         }
-        self.set_queued(port, self.queued[port] + wire, self.now);
+        self.set_queued(port, self.ports[port].queued + wire, self.now);
         self.keep_draining(port);
     }
 
@@ -1150,7 +1150,7 @@ impl Simulation {
     #[inline(always)]
     fn catch_up(&mut self, port: usize, upto: Time) {
         // Checked inline: most calls find nothing due.
-        if self.ports[port].busy_until <= upto && self.queued[port] > 0 {
+        if self.ports[port].busy_until <= upto && self.ports[port].queued > 0 {
             self.dequeue_until(port, upto);
         }
     }
@@ -1160,7 +1160,7 @@ impl Simulation {
         loop {
             let at = self.ports[port].busy_until;
             self.dequeue_at(port, at);
-            if self.ports[port].busy_until > upto || self.queued[port] == 0 {
+            if self.ports[port].busy_until > upto || self.ports[port].queued == 0 {
                 return;
             }
         }
@@ -1172,7 +1172,7 @@ impl Simulation {
     /// one on the link, and one that sends nothing changes nothing.
     #[inline]
     fn keep_draining(&mut self, port: usize) {
-        if self.queued[port] > 0 && self.ports[port].wire.is_empty() {
+        if self.ports[port].queued > 0 && self.ports[port].wire.is_empty() {
             self.wake_port(port);
         }
     }
@@ -1201,7 +1201,7 @@ impl Simulation {
         if let Some(f) = rt.q_hi.front().or_else(|| rt.q_lo.front()) {
             prefetch(f, 1);
         }
-        let left = self.queued[port] - pkt.wire() as u64;
+        let left = self.ports[port].queued - pkt.wire() as u64;
         self.set_queued(port, left, at);
         if !pkt.is_ack() && self.cfg.switch.ecn && self.red_marks(port, left) {
             pkt.mark_ecn();
@@ -1234,15 +1234,15 @@ impl Simulation {
 
     fn set_queued(&mut self, port: usize, bytes: u64, at: Time) {
         let rt = &mut self.ports[port];
-        rt.queue_area += self.queued[port] as u128 * (at - rt.last_change).0 as u128;
+        rt.queue_area += rt.queued as u128 * (at - rt.last_change).0 as u128;
         rt.last_change = at;
         rt.max_queue = rt.max_queue.max(bytes);
-        self.queued[port] = bytes;
+        rt.queued = bytes;
     }
 
     fn queue_area_until(&self, port: usize, t: Time) -> u128 {
         let rt = &self.ports[port];
-        rt.queue_area + self.queued[port] as u128 * (t - rt.last_change).0 as u128
+        rt.queue_area + rt.queued as u128 * (t - rt.last_change).0 as u128
     }
 
     // ---- results ---------------------------------------------------------------

@@ -39,7 +39,7 @@ impl LoadBalancer for Drill {
     }
 
     fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
-        let q = |p: PortId| view.queued_bytes[p as usize];
+        let q = |p: PortId| view.queued_bytes(p);
         let mut best = self.memory[view.group as usize]
             .unwrap_or(view.candidates[self.rng.gen_range(0..view.candidates.len())]);
         for _ in 0..self.samples {

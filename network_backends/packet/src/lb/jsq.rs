@@ -30,10 +30,6 @@ impl LoadBalancer for Jsq {
     }
 
     fn choose_port(&mut self, view: &SwitchView, _hdr: &Header) -> PortId {
-        argmin_random_tie(
-            view.candidates,
-            |p| view.queued_bytes[p as usize],
-            &mut self.rng,
-        )
+        argmin_random_tie(view.candidates, |p| view.queued_bytes(p), &mut self.rng)
     }
 }

@@ -63,11 +63,20 @@ pub struct SwitchView<'a> {
     /// Identifies this candidate set; state keyed by it is per (switch, next-hop set).
     pub group: GroupId,
     pub candidates: &'a [PortId],
-    /// Bytes waiting in every output port's queue, indexed by port id.
-    pub queued_bytes: &'a [u64],
+    /// Bytes waiting in an output port's queues (read through `queued_bytes`).
+    pub backlog: &'a dyn Fn(PortId) -> u64,
     pub buffer_bytes: u64,
     /// Per-switch hash salt, so switches hash independently (no polarization).
     pub salt: u64,
+}
+
+impl SwitchView<'_> {
+    /// Bytes waiting in output port `port`'s queues. (The engine keeps each port's count
+    /// in its port record, on the line a packet routed there reads first.)
+    #[inline]
+    pub fn queued_bytes(&self, port: PortId) -> u64 {
+        (self.backlog)(port)
+    }
 }
 
 /// Everything a scheme may read when it is built.
@@ -105,7 +114,7 @@ pub trait LoadBalancer: Send {
         view.candidates[ecmp_index(view.salt, hdr, view.candidates.len())]
     }
 
-    /// True if `choose_port` reads `view.queued_bytes` (the engine then brings the
+    /// True if `choose_port` reads `view.queued_bytes()` (the engine then brings the
     /// candidates' queues up to date first; see `Simulation::catch_up`).
     fn reads_queues(&self) -> bool {
         false

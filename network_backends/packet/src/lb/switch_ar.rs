@@ -47,7 +47,7 @@ impl LoadBalancer for SwitchAr {
         let edges = &self.edges;
         argmin_random_tie(
             view.candidates,
-            |p| bin(edges, view.queued_bytes[p as usize], view.buffer_bytes),
+            |p| bin(edges, view.queued_bytes(p), view.buffer_bytes),
             &mut self.rng,
         )
     }

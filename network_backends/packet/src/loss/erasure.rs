@@ -9,6 +9,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::params::ParamReader;
+use crate::prefetch::prefetch_addr;
 use crate::units::{Dur, Time};
 use std::collections::VecDeque;
 
@@ -137,6 +138,10 @@ impl LossRecovery for Erasure {
 
     fn in_flight_bytes(&self, flow: FlowId) -> u64 {
         self.flows[flow as usize].in_flight
+    }
+
+    fn prefetch_ack(&self, flow: FlowId) {
+        prefetch_addr(self.flows.as_ptr().wrapping_add(flow as usize));
     }
 
     fn nothing_due(&self, flow: FlowId) -> bool {

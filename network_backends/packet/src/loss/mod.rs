@@ -51,6 +51,10 @@ pub trait LossRecovery: std::marker::Send {
     fn nothing_due(&self, _flow: FlowId) -> bool {
         false
     }
+
+    /// A hint: an ACK of `flow` arrives soon, so start loading what `on_ack` reads first.
+    /// Results must not depend on it.
+    fn prefetch_ack(&self, _flow: FlowId) {}
 }
 
 type Factory = fn(&LossInit, &Params) -> SimResult<Box<dyn LossRecovery>>;
