@@ -155,8 +155,8 @@ struct PortRt {
     /// A host NIC owes the decision on its next frame at `busy_until` (see `host_catch_up`).
     send_owed: bool,
 
-    /// (The inter-frame gap is `rate` times `PacketConfig::gap_bytes`, worked out per
-    /// frame: lines 1 and 2 are full.)
+    /// (The inter-frame gap, `PacketConfig::gap_bytes` serialized at `rate`, is worked
+    /// out per frame: lines 1 and 2 are full.)
     rate: Rate,
     tx_bytes: u64,
     /// Data frame bytes sent (link load for the per-stage balance metrics).
