@@ -1008,7 +1008,8 @@ impl Simulation {
             .pop_front()
             .expect("arrival event without a frame on the link");
         if let Some(next) = self.ports[port].wire.front() {
-            let (gap, next_flow, next_is_ack) = (next.gap(), next.flow(), next.is_ack());
+            let (gap, next_flow, next_seq, next_is_ack) =
+                (next.gap(), next.flow(), next.seq(), next.is_ack());
             // Its event fires at its arrival, so now is the arrival of the frame it follows.
             let at = match gap {
                 GAP_LATE => self.late_arrival(port),
@@ -1016,7 +1017,7 @@ impl Simulation {
             };
             self.events.push(at, Event::LinkArrive(port as u32));
             if self.ports[port].peer < self.topo.n_hosts {
-                self.prefetch_host_bound(next_flow, next_is_ack);
+                self.prefetch_host_bound(next_flow, next_seq, next_is_ack);
             }
             // The next arrival reads the gap of the frame after `next`, every other
             // time on a line not touched since it was sent, a link latency ago (~24
@@ -1049,10 +1050,10 @@ impl Simulation {
     /// read there (a receiver addresses the ACK from it, a sender checks the ACK against
     /// it). With thousands of flows these are misses (all-to-all (c) of the benchmarks).
     #[inline(never)]
-    fn prefetch_host_bound(&self, flow: u32, is_ack: bool) {
+    fn prefetch_host_bound(&self, flow: u32, seq: u32, is_ack: bool) {
         prefetch_addr(&self.hot[flow as usize]);
         if is_ack {
-            self.loss.prefetch_ack(flow);
+            self.loss.prefetch_ack(flow, seq);
         }
     }
 

@@ -71,6 +71,9 @@ struct Flow {
 
 const _: () = assert!(std::mem::size_of::<Flow>() == 64);
 
+/// Up to this many flows (256 KiB of records), `prefetch_ack` reads the flow's record.
+const FEW_FLOWS: usize = 4096;
+
 pub struct Erasure {
     flows: Vec<Flow>,
     payload: u32,
@@ -253,8 +256,19 @@ impl LossRecovery for Erasure {
         self.flows[flow as usize].in_flight()
     }
 
-    fn prefetch_ack(&self, flow: FlowId) {
+    fn prefetch_ack(&self, flow: FlowId, seq: u32) {
         prefetch_addr(self.flows.as_ptr().wrapping_add(flow as usize));
+        // A spilled window's slot lies behind a pointer in the record. With few flows
+        // the records stay cached, so reading one here is cheap and the slot can load
+        // early too; with many, the read would stall here instead of in `on_ack`.
+        if self.flows.len() <= FEW_FLOWS {
+            let f = &self.flows[flow as usize];
+            if let Window::Spilled(symbols) = &f.window {
+                if let Some(slot) = symbols.get(seq.wrapping_sub(f.base_seq) as usize) {
+                    prefetch_addr(slot);
+                }
+            }
+        }
     }
 
     fn nothing_due(&self, flow: FlowId) -> bool {

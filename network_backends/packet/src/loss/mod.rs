@@ -52,9 +52,9 @@ pub trait LossRecovery: std::marker::Send {
         false
     }
 
-    /// A hint: an ACK of `flow` arrives soon, so start loading what `on_ack` reads first.
-    /// Results must not depend on it.
-    fn prefetch_ack(&self, _flow: FlowId) {}
+    /// A hint: the ACK of `flow`'s packet `seq` arrives soon, so start loading what
+    /// `on_ack` reads. Results must not depend on it.
+    fn prefetch_ack(&self, _flow: FlowId, _seq: u32) {}
 }
 
 type Factory = fn(&LossInit, &Params) -> SimResult<Box<dyn LossRecovery>>;

@@ -199,7 +199,7 @@ impl LossRecovery for Sack {
         self.flows[flow as usize].in_flight
     }
 
-    fn prefetch_ack(&self, flow: FlowId) {
+    fn prefetch_ack(&self, flow: FlowId, _seq: u32) {
         prefetch_addr(self.flows.as_ptr().wrapping_add(flow as usize));
     }
 
