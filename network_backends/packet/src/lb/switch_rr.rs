@@ -1,10 +1,11 @@
 //! `switch_rr` (OFAN SWITCH PKT, "borrowed from htsim"): htsim's switch round-robin.
-//! A switch keeps one pointer per next-hop group (htsim's uplink routes are one list
-//! shared by every remote destination) and reshuffles the pointer's order every
+//! A switch keeps one pointer per next-hop group (htsim's edge switches share one
+//! up-route list among all remote destinations) and reshuffles the pointer's order every
 //! `permute_every` wraparounds so that switches do not fall into lockstep (OFAN Table 2:
 //! every 5). Only data packets move the pointer: ACKs (small packets) are ECMP-hashed,
-//! as htsim does, so they neither consume round-robin slots nor confine the data to
-//! every other next hop.
+//! as several htsim forks do, so they neither consume round-robin slots nor confine the
+//! data to every other next hop. (htsim's master also gives aggregation switches one
+//! order per destination and lets ACKs take slots; the README has what that measures.)
 
 use super::{ecmp_index, FlowId, Header, LbInit, LoadBalancer, Pointer, SwitchView};
 use crate::config::Params;
