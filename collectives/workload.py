@@ -33,13 +33,6 @@ def read_workload(where: str | Path, comm_groups: str | Path | None = None) -> W
     """ETs `<prefix>.<rank>.et` (a prefix or a directory), with the comm groups of
     `comm_groups.json` beside them, or of an ASTRA-sim comm-group file given apart."""
     traces, groups = load(where, comm_groups)
-    folder = Path(where) if Path(where).is_dir() else Path(where).parent
-    groups_file = Path(comm_groups) if comm_groups is not None else folder / "comm_groups.json"
-    for name, ranks in groups.items():
-        bad = [r for r in ranks if r >= len(traces)]
-        if bad:
-            raise ConfigError(f"{groups_file}: group {name!r} lists ranks {bad}, but the workload has "
-                              f"{len(traces)} ranks (0..{len(traces) - 1})", name)
     return Workload(traces, groups, str(where))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -185,3 +186,68 @@ def test_compare_refuses_an_empty_scheme_list_and_zero_seeds():
         compare(["ecmp"], ["permutation:size=4KiB"], topology="fat-tree:k=4", seeds=[])
     res = CliRunner().invoke(app, ["net", "compare", "--topology", "fat-tree:k=4", "--seeds", "0", "--schemes", "ecmp"])
     assert res.exit_code == 2 and "--seeds" in res.output
+
+
+def test_unknown_or_ill_typed_config_keys_are_named_by_their_path():
+    # Not `config` with a column number of the JSON the API generated: the key the user wrote.
+    with pytest.raises(ConfigError) as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link={"bogus": 1})
+    assert e.value.field == "link.bogus"
+    assert str(e.value) == "invalid config field `link.bogus`: unknown field `bogus`, expected `rate_gbps` or `latency_ns`"
+    with pytest.raises(ConfigError, match=r"`switch.buffer_bytes`: invalid type: string \"x\", expected u64$") as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", switch={"buffer_bytes": "x"})
+    assert e.value.field == "switch.buffer_bytes"
+
+
+@pytest.mark.parametrize("traffic,field,message", [
+    ("permutation:sz=1MiB", "traffic.sz", "unknown parameter `sz` (expected: size, inter_pod)"),
+    ("all-to-all:staggered=true", "traffic.size", "missing `size=`"),
+    ("incast:senders=2,size=1MiB,dest=3", "traffic.dest", "unknown parameter `dest` (expected: dst, senders, size)"),
+])
+def test_a_misspelt_traffic_parameter_is_named_not_reported_as_a_missing_size(traffic, field, message):
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
+        simulate("fat-tree:k=4", traffic)
+    assert e.value.field == field
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", *args], capture_output=True, text=True)
+
+
+def test_cli_output_paths_that_cannot_be_written_give_one_line(tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    fast = ["--topology", "fat-tree:k=4", "--traffic", "permutation:size=4KiB"]
+    for args in (["net", "run", *fast, "--flows-out", str(blocker / "f.csv")],
+                 ["net", "compare", *fast, "--schemes", "ecmp", "--out", str(blocker / "cmp")]):
+        proc = _cli(*args)
+        assert proc.returncode == 2, proc.stderr
+        [line] = proc.stderr.strip().splitlines()  # before any run: no progress bar either
+        assert line.startswith(f"error: {blocker}") and line.endswith((": File exists", ": Not a directory")), line
+    # A suffix it would have to guess a format for is refused before the run.
+    proc = _cli("net", "run", *fast, "--flows-out", str(tmp_path / "f.txt"))
+    assert proc.returncode == 2 and "expected a file ending in .csv or .parquet" in proc.stderr
+    proc = _cli("net", "run", *fast, "--flows-out", str(tmp_path / "f.csv"))
+    assert proc.returncode == 0 and len((tmp_path / "f.csv").read_text().splitlines()) == 1 + 16
+
+
+def test_the_packet_backend_of_run_names_a_bad_fabric_field(tmp_path, shared):
+    fx = shared / "fixtures" / "astra-sim"
+    fabric = tmp_path / "fabric.yml"
+    fabric.write_text("topology: {kind: fat_tree, k: 7}\n")
+    proc = _cli("run", "--workload", str(fx / "workloads/8npus_1MB/all_reduce"), "--system", str(fx / "configs/sys_ring_4chunks.json"),
+                "--network", str(fabric), "--backend", "packet")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: invalid config field `topology.k`: a k-ary fat tree needs an even k >= 2, got 7"]
+
+
+def test_capture_refuses_an_option_its_workload_does_not_take_before_starting_ranks():
+    from tracefabric.traces.capture import check_options
+    from tracefabric.traces.workloads import get_workload
+
+    with pytest.raises(ConfigError, match=r"build_fsdp2 takes no option 'foo' \(it takes: vocab, dim, layers") as e:
+        check_options(get_workload("fsdp2-llama"), {"foo": 1})
+    assert e.value.field == "option"
+    with pytest.raises(ConfigError, match=r"takes no option 'experts' \(it takes: tokens, dim, ffn"):
+        check_options(get_workload("moe"), {"experts": 4})
+    check_options(get_workload("moe"), {"ep": 3, "tokens": 8})  # accepted

@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -426,6 +427,16 @@ def test_expert_parallel_capture_names_every_group_and_rescales_by_group_shape(m
         assert [(t, b) for t, _, b in got] == [(t, b) for t, _, b in sequence(moe_ep3, rank % 6, groups)]
         assert [n.attrs.get("comm_split_sizes") for n in colls(tmp_path / "r12", rank)] == \
             [n.attrs.get("comm_split_sizes") for n in colls(moe_ep3, rank % 6)]
+    # The file lists exactly the 1 + 4 + 3 groups the ranks use, each once, captured ids kept.
+    assert sorted(map(sorted, g12.values())) == sorted([list(range(12))] + [list(range(b, b + 3)) for b in (0, 3, 6, 9)]
+                                                        + [list(range(e, 12, 3)) for e in range(3)])
+    for g, members in groups.items():
+        if len(members) == 6:
+            assert g12[g] == list(range(12))
+        elif len(members) == 3:  # an EP block is copied; the captured one keeps its id and ranks
+            assert g12[g] == members
+        else:  # an expert-data pair widens to every third rank
+            assert g12[g] == list(range(min(members), 12, 3))
     traces, tg = v.load(tmp_path / "r12")
     assert v.problems(traces, tg) == []
 
@@ -524,3 +535,40 @@ def test_captured_traces_run_through_the_system_layer(fsdp2, moe):
             splits = [n for n in rn if n.type == "COMM_COLL_NODE" and "comm_split_sizes" in n.attrs][k].attrs["comm_split_sizes"]
             nonzero += sum(1 for peer, b in enumerate(splits) if b > 0 and peer != rank)
         assert row.flows == nonzero
+
+
+LAUNCHER = '''
+import os, sys
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from tracefabric.traces.capture import TraceCapture
+
+def main(rank, out, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    x = torch.ones(1000)
+    with TraceCapture(out, rank=rank, warmup=1, steps=1, records={"mine": rank}, meta={"launcher": "own"}) as cap:
+        for _ in cap.steps():
+            dist.all_reduce(x)
+    dist.barrier()
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(sys.argv[1], sys.argv[2]), nprocs=2)
+'''
+
+
+def test_a_capture_from_the_users_own_launcher_converts(tmp_path):
+    """The README's context manager in a launcher of the user's own: the folder it leaves
+    converts like a `trace capture` folder; the one recorded all-reduce is 1,000 fp32 = 4,000 B."""
+    from tracefabric.traces.capture import _free_port
+
+    script = tmp_path / "launcher.py"
+    script.write_text(LAUNCHER)
+    out = tmp_path / "mine"
+    subprocess.run([sys.executable, str(script), str(out), str(_free_port())], check=True, timeout=300)
+    meta = json.loads((out / "capture.json").read_text())
+    assert (meta["world"], meta["backend"], meta["steps"], meta["launcher"]) == (2, "gloo", 1, "own")
+    assert json.loads((out / "records" / "rank1.json").read_text())["mine"] == 1
+    et = convert(out)
+    for rank in range(2):
+        assert [(comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in colls(et, rank)] == [("ALL_REDUCE", 4000)]

@@ -171,8 +171,13 @@ def test_drops_are_conserved_and_recovered_by_sack():
     assert r.summary["data_packets_dropped"] > 0
     assert (r.flows["retransmissions"] > 0).any()
     assert_conserved(r)
-    # 8 x 200 KB through one 800 Gbps host link: at least 16 us of serialization
+    # 8 x 200 KB through one 800 Gbps host link: at least 16 us of serialization. The bound
+    # is that link's: 8 x (48 full frames + one of 3,392 + 62 B), back to back, after the
+    # earliest a frame can reach it (a frame time, a link) and before its last one lands.
     assert r.cct_us > 8 * 200_000 * 8 / 800e3
+    last = (3392 + 62) * 8 * 1000 // 800  # ps at 800 Gbps
+    frames = 8 * (48 * (T_DATA + T_GAP) + last + T_GAP)
+    assert r.summary["lower_bound_ps"] == T_ACK + LINK + frames - T_GAP + LINK
 
 
 def test_a_run_that_cannot_finish_raises_instead_of_hanging():
@@ -191,6 +196,12 @@ def test_same_seed_is_bit_identical_and_seeds_matter():
     c = simulate("fat-tree:k=4", "permutation:size=300KB", lb="switch_ar", seed=12)
     assert a.summary == b.summary and a.flows.equals(b.flows)
     assert a.summary["digest"] != c.summary["digest"]
+
+
+def test_stages_come_in_path_order():
+    r = simulate("fat-tree:k=4", "permutation:size=4KiB", lb="host_spray")
+    assert list(r.stages["stage"]) == ["host->E", "E->A", "A->C", "C->A", "A->E", "E->host"]
+    assert list(r.stages["ports"]) == [16, 16, 16, 16, 16, 16]  # k^3/4 links per stage, each way
 
 
 def test_leaf_spine_oversubscription_sets_hosts_per_leaf():

@@ -398,8 +398,17 @@ def test_a_bad_comm_groups_file_is_named_with_its_group(tmp_path):
     # A file given apart: a rank past the workload's 4 is named with the file.
     apart = tmp_path / "groups.json"
     apart.write_text(json.dumps({"1": [0, 1, 2, 3], "tp": [3, 4]}))
-    with pytest.raises(ConfigError, match=rf"{apart}: group 'tp' lists ranks \[4\], but the workload has 4 ranks \(0\.\.3\)"):
-        simulate(wl, BARE_SYSTEM, NET4, comm_groups=apart)
+    want = rf"{apart}: group 'tp' lists ranks \[4\], but the workload has 4 ranks \(0\.\.3\)"
+    for read in (lambda: simulate(wl, BARE_SYSTEM, NET4, comm_groups=apart), lambda: validate.load(wl.parent, apart)):
+        with pytest.raises(ConfigError, match=want):
+            read()
+    # The same beside the ETs (a rank's ET deleted): `trace validate` refuses it as `run` does.
+    groups.write_text(json.dumps({"1": [0, 1, 2, 3]}))
+    (wl.parent / "t.3.et").unlink()
+    want = rf"{groups}: group '1' lists ranks \[3\], but the workload has 3 ranks \(0\.\.2\)"
+    for read in (lambda: simulate(wl, BARE_SYSTEM, NET4), lambda: validate.load(wl.parent)):
+        with pytest.raises(ConfigError, match=want):
+            read()
 
 
 def test_run_and_trace_validate_read_pg_name_by_one_rule(tmp_path):

@@ -25,7 +25,7 @@ app.add_typer(astra, name="astra")
 console = Console()
 err_console = Console(stderr=True)
 
-Topology = Annotated[str, typer.Option(help="fat-tree:k=8 | leaf-spine:leaves=8,spines=4[,links_per_pair=1,oversubscription=1]")]
+Topology = Annotated[str, typer.Option(help="fat-tree:k=8 | leaf-spine:leaves=8,spines=4[,links_per_pair=1][,oversubscription=1 | ,hosts_per_leaf=H]")]
 Seed = Annotated[int, typer.Option(help="Master seed: same inputs + seed give identical results.")]
 LinkGbps = Annotated[float, typer.Option(help="Link rate in Gbps (every link).")]
 LatencyNs = Annotated[float, typer.Option(help="Propagation latency per link, ns.")]
@@ -82,6 +82,7 @@ def net_run(
     """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
     from .network_backends.packet import simulate
 
+    _prepare_frame_path(flows_out, "--flows-out")
     params = _parse_params(param or [])
     with _progress() as bar:
         task = bar.add_task("simulating", total=None)
@@ -131,6 +132,7 @@ def net_compare(
     names = scheme_presets() if schemes == "all" else [s.strip() for s in schemes.split(",") if s.strip()]
     for name in names:
         load_scheme_preset(name)  # unknown names fail before any run
+    _make_dir(out)
     with _progress() as bar:
         overall = bar.add_task("runs", total=len(traffics) * len(names) * seeds)
         current = bar.add_task("", total=None)
@@ -150,7 +152,6 @@ def net_compare(
         runs = compare(names, traffics, topology=topology, seeds=list(range(1, seeds + 1)), on_run=on_run,
                        **_common(link_gbps, latency_ns, buffer))
     summary = summarize(runs)
-    out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     png = plot(summary, out / "compare.png", title=f"{topology}, {link_gbps:g} Gbps, {latency_ns:g} ns links, buffer {buffer}")
@@ -182,7 +183,7 @@ def net_schemes() -> None:
 
 @trace.command("synthesize")
 def trace_synthesize(
-    model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3) or a config.json path.")] = "llama3-8b",
+    model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3; tiny-llama, tiny-moe: the captured workloads) or a config.json path.")] = "llama3-8b",
     world: Annotated[int, typer.Option(help="Number of ranks (GPUs).")] = 1024,
     parallel: Annotated[str, typer.Option(help="fsdp (ZeRO-3, per-layer units) or dp (all-reduce per unit).")] = "fsdp",
     gpus_per_server: Annotated[int, typer.Option(help="GPUs per server (NVLink domain); 1 = flat rings.")] = 8,
@@ -206,6 +207,7 @@ def trace_synthesize(
     from .traces.models import get_model
     from .traces.synthesis import Plan, read_routing, synthesize, write
 
+    _make_dir(out)
     s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance,
                                           pp, microbatches, root_unit, read_routing(routing) if routing else None))
     if durations_from is not None:
@@ -357,6 +359,8 @@ def run_iteration(
     """Simulate one iteration of a workload: per-rank wall, compute, comm, exposed comm; per-collective CCT."""
     from .iteration import simulate
 
+    if out:
+        _make_dir(out)
     with err_console.status(f"simulating on {backend}"):
         r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
                      scheme=scheme, lb=lb, cc=cc, loss=loss)
@@ -450,12 +454,32 @@ def _parse_params(items: list[str]) -> dict[str, dict]:
     return out
 
 
+FRAME_SUFFIXES = (".csv", ".parquet")
+
+
+def _prepare_frame_path(path: Optional[Path], option: str) -> None:
+    """Before any simulation runs: refuse an output file whose format we would have to guess,
+    and create its folder (so a path that cannot be written fails now, not after the run)."""
+    if path is None:
+        return
+    if path.suffix not in FRAME_SUFFIXES:
+        raise typer.BadParameter(f"{path}: expected a file ending in {' or '.join(FRAME_SUFFIXES)}", param_hint=option)
+    _make_dir(path.parent)
+
+
+def _make_dir(path: Path) -> Path:
+    """Create an output folder up front, so a bad path fails before the runs, not after."""
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _write_frame(df, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_dir(path.parent)
     if path.suffix == ".parquet":
         df.to_parquet(path, index=False)
     else:
         df.to_csv(path, index=False)
+    err_console.print(f"wrote {path} ({len(df)} rows)")
 
 
 def main() -> None:
@@ -464,4 +488,8 @@ def main() -> None:
         app(standalone_mode=True)
     except TracefabricError as e:
         print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as e:  # an output path that cannot be created or written (a file in the way, no permission)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         sys.exit(2)

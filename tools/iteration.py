@@ -20,7 +20,7 @@ from . import _core
 from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
                                     read_memory, read_network, read_system)
 from .collectives.workload import Workload, engine_input, read_workload
-from .errors import ConfigError, SimulationError, from_system
+from .errors import ConfigError, SimulationError, from_engine, from_system
 
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
@@ -122,6 +122,8 @@ def simulate(
         raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem)), json.dumps(engine_system), json.dumps(spec))
     except _core.SystemError as e:
         raise from_system(e) from None
+    except _core.EngineError as e:  # the packet fabric's own config checks
+        raise from_engine(e) from None
     ranks = pd.DataFrame(raw["ranks"])
     for col in ("wall", "compute", "comm", "exposed_comm", "overlap"):
         ranks[f"{col}_ns"] = ranks.pop(f"{col}_ps") / 1000

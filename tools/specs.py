@@ -57,10 +57,17 @@ def _int(params: dict[str, str], key: str, what: str, default: int | None = None
         raise ConfigError(f"`{what}.{key}`: expected an integer", f"{what}.{key}") from None
 
 
-def _no_leftovers(params: dict[str, str], what: str, allowed: list[str]) -> None:
-    if params:
-        key = next(iter(params))
-        raise ConfigError(f"`{what}`: unknown parameter `{key}` (expected: {', '.join(allowed)})", f"{what}.{key}")
+def _only(params: dict[str, str], what: str, allowed: list[str]) -> None:
+    """Refuse an unknown key first, so a misspelt one is named, not reported as a missing one."""
+    for key in params:
+        if key not in allowed:
+            raise ConfigError(f"`{what}`: unknown parameter `{key}` (expected: {', '.join(allowed)})", f"{what}.{key}")
+
+
+def _size(params: dict[str, str], what: str) -> int:
+    if "size" not in params:
+        raise ConfigError(f"`{what}`: missing `size=` (e.g. size=1MiB)", f"{what}.size")
+    return parse_size(params.pop("size"), f"{what}.size")
 
 
 def _bool(value: str, field: str) -> bool:
@@ -77,10 +84,10 @@ def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
         return spec
     kind, p = split_spec(spec, "topology")
     if kind == "fat-tree":
-        cfg = {"kind": "fat_tree", "k": _int(p, "k", "topology")}
-        _no_leftovers(p, "topology", ["k"])
-        return cfg
+        _only(p, "topology", ["k"])
+        return {"kind": "fat_tree", "k": _int(p, "k", "topology")}
     if kind == "leaf-spine":
+        _only(p, "topology", ["leaves", "spines", "links_per_pair", "oversubscription", "hosts_per_leaf"])
         cfg: dict[str, Any] = {"kind": "leaf_spine", "leaves": _int(p, "leaves", "topology"), "spines": _int(p, "spines", "topology")}
         cfg["links_per_pair"] = _int(p, "links_per_pair", "topology", 1)
         if "hosts_per_leaf" in p:
@@ -90,7 +97,6 @@ def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
                 cfg["oversubscription"] = float(p.pop("oversubscription"))
             except ValueError:
                 raise ConfigError("`topology.oversubscription`: expected a number", "topology.oversubscription") from None
-        _no_leftovers(p, "topology", ["leaves", "spines", "links_per_pair", "oversubscription", "hosts_per_leaf"])
         return cfg
     raise ConfigError(f"`topology`: unknown kind {kind!r} (expected fat-tree or leaf-spine)", "topology")
 
@@ -107,22 +113,21 @@ def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
         return spec
     kind, p = split_spec(spec, "traffic")
     if kind == "permutation":
-        cfg = {"kind": "permutation", "bytes": parse_size(p.pop("size", ""), "traffic.size")}
+        _only(p, "traffic", ["size", "inter_pod"])
+        cfg = {"kind": "permutation", "bytes": _size(p, "traffic")}
         if "inter_pod" in p:
             cfg["inter_pod"] = _bool(p.pop("inter_pod"), "traffic.inter_pod")
-        _no_leftovers(p, "traffic", ["size", "inter_pod"])
         return cfg
     if kind in ("all-to-all", "alltoall", "ata"):
-        cfg = {"kind": "all_to_all", "bytes": parse_size(p.pop("size", ""), "traffic.size")}
+        _only(p, "traffic", ["size", "staggered"])
+        cfg = {"kind": "all_to_all", "bytes": _size(p, "traffic")}
         if "staggered" in p:
             cfg["staggered"] = _bool(p.pop("staggered"), "traffic.staggered")
-        _no_leftovers(p, "traffic", ["size", "staggered"])
         return cfg
     if kind == "incast":
-        cfg = {"kind": "incast", "dst": _int(p, "dst", "traffic", 0), "senders": _int(p, "senders", "traffic"),
-               "bytes": parse_size(p.pop("size", ""), "traffic.size")}
-        _no_leftovers(p, "traffic", ["dst", "senders", "size"])
-        return cfg
+        _only(p, "traffic", ["dst", "senders", "size"])
+        return {"kind": "incast", "dst": _int(p, "dst", "traffic", 0), "senders": _int(p, "senders", "traffic"),
+                "bytes": _size(p, "traffic")}
     if kind == "file":
         from .network_backends.packet.traffic_files import read_traffic_file
 

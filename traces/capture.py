@@ -71,13 +71,21 @@ class TraceCapture:
         with TraceCapture(out, rank, warmup=1, steps=1) as cap:
             for _ in cap.steps():
                 train_step()
+
+    On leaving, every rank writes `records/rank<r>.json` (`records`, plus the process groups it
+    belongs to) and rank 0 writes `capture.json` (`meta`, plus world, backend, device, steps,
+    torch version and process groups), so `tracefabric trace convert OUT` takes the folder.
+    torch.distributed must be initialized.
     """
 
-    def __init__(self, out: str | Path, rank: int, warmup: int = 1, steps: int = 1, cuda: bool = False) -> None:
+    def __init__(self, out: str | Path, rank: int, warmup: int = 1, steps: int = 1, cuda: bool = False,
+                 records: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> None:
         if warmup < 0 or steps < 1:
             raise ConfigError(f"capture: need warmup >= 0 and steps >= 1 (got warmup={warmup}, steps={steps})", "steps")
         self.out = Path(out).resolve()
         self.rank, self.warmup, self.n_steps, self.cuda = rank, warmup, steps, cuda
+        self.records = records if records is not None else {}
+        self.meta = meta or {}
         self.host_path = self.out / "raw" / f"rank{rank}.host.json"
         self.kineto_path = self.out / "raw" / f"rank{rank}.kineto.json"
         self._prof = None
@@ -112,6 +120,22 @@ class TraceCapture:
             self._prof.__exit__(*exc)
         finally:
             self._unpatch()
+        if exc[0] is None:
+            self._write_metadata()
+
+    def _write_metadata(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        groups = process_groups()
+        # Every rank lists its own groups: c10d only knows the groups a rank belongs to.
+        (self.out / "records").mkdir(exist_ok=True)
+        (self.out / "records" / f"rank{self.rank}.json").write_text(json.dumps({**self.records, "_process_groups": groups}))
+        if self.rank == 0:
+            meta = {"world": dist.get_world_size(), "backend": dist.get_backend(), "device": "cuda" if self.cuda else "cpu",
+                    "warmup": self.warmup, "steps": self.n_steps, "torch": torch.__version__, "process_groups": groups,
+                    **self.meta}
+            (self.out / "capture.json").write_text(json.dumps(meta, indent=1))
 
 
 #: Names the process group of a collective in the trace: gloo records none (NCCL's
@@ -161,6 +185,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def check_options(fn: Callable, options: dict[str, Any]) -> None:
+    """Refuse options the build function does not take: its `option_names` if it lists them,
+    else its keyword parameters (anything goes if it takes **kwargs)."""
+    import inspect
+
+    names = getattr(fn, "option_names", None)
+    if names is None:
+        params = list(inspect.signature(fn).parameters.values())[1:]  # after ctx
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise ConfigError(f"capture: {fn.__name__} takes no option {unknown[0]!r} (it takes: {', '.join(names) or 'none'})",
+                          "option")
+
+
 def resolve_build(build: Callable | str) -> Callable:
     """A build function, or its name: `path/to/script.py:func` or `package.module:func`."""
     if callable(build):
@@ -202,20 +243,12 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
         ctx = RankContext(rank, world, backend, device, Path(out),
                           recorded_steps=tuple(range(warmup, warmup + steps)))
         step = resolve_build(build)(ctx, **options)
-        with TraceCapture(out, rank, warmup, steps, cuda=cuda) as cap:
+        with TraceCapture(out, rank, warmup, steps, cuda=cuda, records=ctx.records, meta=options) as cap:
             for i in cap.steps():
                 ctx.step_index = i
                 step()
                 if cuda:
                     torch.cuda.synchronize()
-        (Path(out) / "records").mkdir(exist_ok=True)
-        # Every rank lists its own groups: c10d only knows the groups a rank belongs to.
-        (Path(out) / "records" / f"rank{rank}.json").write_text(
-            json.dumps({**ctx.records, "_process_groups": process_groups()}))
-        if rank == 0:
-            meta = {"world": world, "backend": backend, "device": device.type, "warmup": warmup, "steps": steps,
-                    "torch": torch.__version__, "process_groups": process_groups(), **options}
-            (Path(out) / "capture.json").write_text(json.dumps(meta, indent=1))
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -238,7 +271,7 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
     if backend == "nccl" and torch.cuda.device_count() < 1:
         raise ConfigError("capture: backend nccl needs a CUDA GPU and none is visible (use --backend gloo on CPU)",
                           "backend")
-    resolve_build(build)  # fail here, not in every rank, on a bad script name
+    check_options(resolve_build(build), options)  # fail here, not in every rank, on a bad name or option
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     try:

@@ -119,8 +119,9 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             new_groups[new_ids[key]] = members
         return new_ids[key], len(members)
 
-    for g in sorted(shapes, key=lambda g: (len(g), g)):  # ids: the captured groups' order, then new copies
-        new_group(g, 0)
+    # Ids: the captured groups' first (each as seen from one of its own members), then new copies.
+    for g in sorted(shapes, key=lambda g: (len(g), g)):
+        new_group(g, min(groups.get(g, [0])))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     changed = []  # sizes that padding to the new width changed

@@ -42,7 +42,8 @@ class RankTrace:
 def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list[RankTrace], dict[str, list[int]]]:
     """ETs of every rank: `where` is a directory holding `<prefix>.<r>.et` files, or a prefix
     (`dir/trace` for `dir/trace.0.et`, ...). Ranks must be 0..N-1 with none missing. Groups come
-    from `comm_groups` if given, else from `comm_groups.json` beside the ETs if there is one."""
+    from `comm_groups` if given, else from `comm_groups.json` beside the ETs if there is one;
+    a group listing a rank the workload lacks is refused."""
     where = Path(where)
     folder, prefix = (where, None) if where.is_dir() else (where.parent, where.name)
     found: dict[int, Path] = {}
@@ -59,10 +60,14 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
     for r in sorted(found):
         meta, nodes = read_trace(found[r])
         traces.append(RankTrace(r, found[r], meta, nodes))
-    if comm_groups is not None:
-        return traces, read_comm_groups(comm_groups)
-    beside = folder / "comm_groups.json"
-    return traces, read_comm_groups(beside) if beside.is_file() else {}
+    groups_file = Path(comm_groups) if comm_groups is not None else folder / "comm_groups.json"
+    groups = read_comm_groups(groups_file) if comm_groups is not None or groups_file.is_file() else {}
+    for name, ranks in groups.items():
+        bad = [r for r in ranks if r >= len(traces)]
+        if bad:
+            raise ConfigError(f"{groups_file}: group {name!r} lists ranks {bad}, but the workload has "
+                              f"{len(traces)} ranks (0..{len(traces) - 1})", name)
+    return traces, groups
 
 
 def _deps(n: EtNode) -> list[int]:

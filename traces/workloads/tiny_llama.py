@@ -4,7 +4,7 @@ with a per-block wrap policy)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 from torch import nn
@@ -115,3 +115,7 @@ def build_fsdp1(ctx, **kw):
     wrapped = FullyShardedDataParallel(model, auto_wrap_policy=ModuleWrapPolicy({Block}), device_id=ctx.device,
                                        use_orig_params=True)
     return _train_step(ctx, wrapped, c)
+
+
+# The options `trace capture --option` may pass (checked before any rank starts).
+build_fsdp2.option_names = build_fsdp1.option_names = [f.name for f in fields(TinyLlamaConfig)]

@@ -2,9 +2,11 @@
 //!
 //! - One flow on an idle fabric: its packets pipelined store-and-forward over H
 //!   links, then the last ACK's way back.
-//! - Host NIC bound (the all-to-all bound, OFAN paper §5 "propagation + host
+//! - Host link bounds (the all-to-all bound, OFAN paper §5 "propagation + host
 //!   serialization"): a host's NIC must serialize every data frame it sends *and*
 //!   every ACK frame it returns; the last frame still has to cross at least two links.
+//!   Likewise the link down to a host carries every frame addressed to it (an
+//!   incast's bound).
 //! - Permutation (OFAN paper App. B): every host both sends and receives one flow,
 //!   so after the first i1 data packets its NIC interleaves data with the ACKs it
 //!   owes. We evaluate that contention-free schedule exactly, packet by packet,
@@ -144,22 +146,32 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
     for f in flows {
         bound = bound.max(f.start + single_flow_fct(t, f.bytes, topo.hops_between(f.src, f.dst)));
     }
-    // Host NIC: all data frames out, all ACK frames out, then >= two links for the last frame.
+    // Host links, both ways. Out: all data frames the host sends and all ACK frames it
+    // returns, then the last frame still crosses >= two links. In: all data frames it
+    // receives and all ACKs it gets back; the first of them cannot reach the host's link
+    // before one frame time, one link and a switch, and the last crosses that link too.
     let n = topo.n_hosts as usize;
-    let mut busy = vec![0u64; n];
+    let (mut busy_out, mut busy_in) = (vec![0u64; n], vec![0u64; n]);
     let mut first = vec![u64::MAX; n];
     for f in flows {
-        for p in t.payloads(f.bytes) {
-            busy[f.src as usize] += t.data(p).0 + t.gap.0;
-            busy[f.dst as usize] += t.ack.0 + t.gap.0;
-        }
+        let (data, acks) = t.payloads(f.bytes).fold((0, 0), |(d, a), p| {
+            (d + t.data(p).0 + t.gap.0, a + t.ack.0 + t.gap.0)
+        });
+        busy_out[f.src as usize] += data;
+        busy_in[f.dst as usize] += data;
+        busy_out[f.dst as usize] += acks;
+        busy_in[f.src as usize] += acks;
         first[f.src as usize] = first[f.src as usize].min(f.start.0);
         first[f.dst as usize] = first[f.dst as usize].min(f.start.0);
     }
-    let tail = 2 * t.link.0 + t.switch.0 + t.ack.0 - t.gap.0;
+    let tail_out = 2 * t.link.0 + t.switch.0 + t.ack.0 - t.gap.0;
+    let head_in = t.ack.0 + t.link.0 + t.switch.0;
     for h in 0..n {
-        if busy[h] > 0 {
-            bound = bound.max(Time(first[h] + busy[h] + tail));
+        if busy_out[h] > 0 {
+            bound = bound.max(Time(first[h] + busy_out[h] + tail_out));
+        }
+        if busy_in[h] > 0 {
+            bound = bound.max(Time(first[h] + head_in + busy_in[h] - t.gap.0 + t.link.0));
         }
     }
     let exchange =
@@ -292,6 +304,29 @@ mod tests {
             let b = cct_lower_bound(&topo, &flows, &t);
             assert!(b < Time(2_000_000) + exch && b >= single, "{flows:?}");
         }
+    }
+
+    #[test]
+    fn an_incast_is_bounded_by_the_receivers_link() {
+        // 16 senders x 1 MB into host 0 on k = 8: the link down to host 0 carries every
+        // data frame (245 per flow: 244 full, one of 576 B), so it, not any sender's NIC,
+        // sets the bound: first frame in (an ACK-sized frame time, a link, a switch), all
+        // frames back to back, the last one's link.
+        let t = paper();
+        let topo = Topology::build(&TopologyConfig::FatTree { k: 8 }, t.rate, t.link).unwrap();
+        let flows: Vec<FlowSpec> = (1..=16)
+            .map(|src| FlowSpec {
+                src,
+                dst: 0,
+                bytes: 1_000_000,
+                start: Time::ZERO,
+            })
+            .collect();
+        let frames_ps = 16 * (244 * (41_580 + 200) + (576 + 62) * 10 + 200);
+        let want = 640 + 500_000 + frames_ps - 200 + 500_000;
+        assert_eq!(cct_lower_bound(&topo, &flows, &t), Time(want));
+        // ~164 us: 16 MB through one 800 Gbps link, ten times one flow's own FCT.
+        assert!(want > 10 * single_flow_fct(&t, 1_000_000, 6).0);
     }
 
     #[test]

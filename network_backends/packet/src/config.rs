@@ -186,8 +186,24 @@ fn one_u32() -> u32 {
 }
 impl SimConfig {
     pub fn from_json(text: &str) -> SimResult<SimConfig> {
-        let cfg: SimConfig =
-            serde_json::from_str(text).map_err(|e| config_err("config", e.to_string()))?;
+        // The path names the offending key (`link.bogus`), not just the whole config.
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let cfg: SimConfig = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." {
+                "config".to_string()
+            } else {
+                path
+            };
+            let message = e.inner().to_string();
+            // serde_json appends where in the generated JSON text it stopped: not the user's.
+            let message = match message.rsplit_once(" at line ") {
+                Some((m, _)) => m.to_string(),
+                None => message,
+            };
+            config_err(&field, message)
+        })?;
+        de.end().map_err(|e| config_err("config", e.to_string()))?;
         cfg.validate()?;
         Ok(cfg)
     }

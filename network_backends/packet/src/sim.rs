@@ -1280,22 +1280,26 @@ impl Simulation {
             })
             .collect();
         let span = (completed_at - first_start).0.max(1) as f64;
-        let mut stages: BTreeMap<String, StageStats> = BTreeMap::new();
+        // Keyed by position along a path (host->E, E->A, A->C, C->A, A->E, E->host), then name.
+        let mut stages: BTreeMap<(u32, String), StageStats> = BTreeMap::new();
         let mut area_sum: BTreeMap<String, f64> = BTreeMap::new();
         let mut cap_sum: BTreeMap<String, f64> = BTreeMap::new();
         let mut data_sum: BTreeMap<String, f64> = BTreeMap::new();
         for (i, rt) in self.ports.iter().enumerate() {
             let name = self.topo.stage_name(i as u32);
-            let s = stages.entry(name.clone()).or_insert_with(|| StageStats {
-                name: name.clone(),
-                ports: 0,
-                max_queue_bytes: 0,
-                mean_queue_bytes: 0.0,
-                utilization: 0.0,
-                drops: 0,
-                ecn_marks: 0,
-                max_link_load: 0.0,
-            });
+            let order = self.topo.stage_order(i as u32);
+            let s = stages
+                .entry((order, name.clone()))
+                .or_insert_with(|| StageStats {
+                    name: name.clone(),
+                    ports: 0,
+                    max_queue_bytes: 0,
+                    mean_queue_bytes: 0.0,
+                    utilization: 0.0,
+                    drops: 0,
+                    ecn_marks: 0,
+                    max_link_load: 0.0,
+                });
             s.ports += 1;
             s.max_queue_bytes = s.max_queue_bytes.max(rt.max_queue);
             s.drops += self.port_counts[i].drops;

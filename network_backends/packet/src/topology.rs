@@ -226,6 +226,21 @@ impl Topology {
         )
     }
 
+    /// Where a port's stage comes along a path: up the tiers first, then down.
+    pub fn stage_order(&self, port: PortId) -> u32 {
+        let p = &self.ports[port as usize];
+        let (from, to) = (
+            self.tier[p.owner as usize] as u32,
+            self.tier[p.peer as usize] as u32,
+        );
+        let top = self.tier_names.len() as u32 - 1;
+        if to > from {
+            from
+        } else {
+            2 * top - from
+        }
+    }
+
     /// Number of links crossed from host `src` to host `dst` on a shortest path.
     pub fn hops_between(&self, src: u32, dst: u32) -> u32 {
         let (se, de) = (self.host_edge[src as usize], self.host_edge[dst as usize]);
