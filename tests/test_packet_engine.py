@@ -173,11 +173,11 @@ def test_drops_are_conserved_and_recovered_by_sack():
     assert_conserved(r)
     # 8 x 200 KB through one 800 Gbps host link: at least 16 us of serialization. The bound
     # is that link's: 8 x (48 full frames + one of 3,392 + 62 B), back to back, after the
-    # earliest a frame can reach it (a frame time, a link) and before its last one lands.
+    # earliest a frame can reach it (a full frame's time, a link) and before its last one lands.
     assert r.cct_us > 8 * 200_000 * 8 / 800e3
     last = (3392 + 62) * 8 * 1000 // 800  # ps at 800 Gbps
     frames = 8 * (48 * (T_DATA + T_GAP) + last + T_GAP)
-    assert r.summary["lower_bound_ps"] == T_ACK + LINK + frames - T_GAP + LINK
+    assert r.summary["lower_bound_ps"] == T_DATA + LINK + frames - T_GAP + LINK
 
 
 def test_a_run_that_cannot_finish_raises_instead_of_hanging():

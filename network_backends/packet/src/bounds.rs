@@ -148,30 +148,35 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
     }
     // Host links, both ways. Out: all data frames the host sends and all ACK frames it
     // returns, then the last frame still crosses >= two links. In: all data frames it
-    // receives and all ACKs it gets back; the first of them cannot reach the host's link
-    // before one frame time, one link and a switch, and the last crosses that link too.
+    // receives and all ACKs it gets back, none before the earliest a frame can reach the
+    // host's link (a flow's first packet, or an ACK at best, sent at its start, then a link
+    // and a switch); the last of them crosses that link too.
     let n = topo.n_hosts as usize;
     let (mut busy_out, mut busy_in) = (vec![0u64; n], vec![0u64; n]);
-    let mut first = vec![u64::MAX; n];
+    let (mut first_out, mut first_in) = (vec![u64::MAX; n], vec![u64::MAX; n]);
     for f in flows {
         let (data, acks) = t.payloads(f.bytes).fold((0, 0), |(d, a), p| {
             (d + t.data(p).0 + t.gap.0, a + t.ack.0 + t.gap.0)
         });
-        busy_out[f.src as usize] += data;
-        busy_in[f.dst as usize] += data;
-        busy_out[f.dst as usize] += acks;
-        busy_in[f.src as usize] += acks;
-        first[f.src as usize] = first[f.src as usize].min(f.start.0);
-        first[f.dst as usize] = first[f.dst as usize].min(f.start.0);
+        let (s, d) = (f.src as usize, f.dst as usize);
+        busy_out[s] += data;
+        busy_in[d] += data;
+        busy_out[d] += acks;
+        busy_in[s] += acks;
+        let first_packet = t.data(t.payloads(f.bytes).next().unwrap_or(0)).0;
+        first_out[s] = first_out[s].min(f.start.0);
+        first_out[d] = first_out[d].min(f.start.0);
+        first_in[d] = first_in[d].min(f.start.0 + first_packet);
+        first_in[s] = first_in[s].min(f.start.0 + t.ack.0);
     }
     let tail_out = 2 * t.link.0 + t.switch.0 + t.ack.0 - t.gap.0;
-    let head_in = t.ack.0 + t.link.0 + t.switch.0;
     for h in 0..n {
         if busy_out[h] > 0 {
-            bound = bound.max(Time(first[h] + busy_out[h] + tail_out));
+            bound = bound.max(Time(first_out[h] + busy_out[h] + tail_out));
         }
         if busy_in[h] > 0 {
-            bound = bound.max(Time(first[h] + head_in + busy_in[h] - t.gap.0 + t.link.0));
+            let head = first_in[h] + t.link.0 + t.switch.0;
+            bound = bound.max(Time(head + busy_in[h] - t.gap.0 + t.link.0));
         }
     }
     let exchange =
@@ -310,7 +315,7 @@ mod tests {
     fn an_incast_is_bounded_by_the_receivers_link() {
         // 16 senders x 1 MB into host 0 on k = 8: the link down to host 0 carries every
         // data frame (245 per flow: 244 full, one of 576 B), so it, not any sender's NIC,
-        // sets the bound: first frame in (an ACK-sized frame time, a link, a switch), all
+        // sets the bound: first frame in (a full frame's time, a link, a switch), all
         // frames back to back, the last one's link.
         let t = paper();
         let topo = Topology::build(&TopologyConfig::FatTree { k: 8 }, t.rate, t.link).unwrap();
@@ -323,7 +328,7 @@ mod tests {
             })
             .collect();
         let frames_ps = 16 * (244 * (41_580 + 200) + (576 + 62) * 10 + 200);
-        let want = 640 + 500_000 + frames_ps - 200 + 500_000;
+        let want = 41_580 + 500_000 + frames_ps - 200 + 500_000;
         assert_eq!(cct_lower_bound(&topo, &flows, &t), Time(want));
         // ~164 us: 16 MB through one 800 Gbps link, ten times one flow's own FCT.
         assert!(want > 10 * single_flow_fct(&t, 1_000_000, 6).0);
