@@ -46,6 +46,24 @@ def test_idle_flow_fct_is_serialization_plus_propagation_to_the_picosecond(topol
     assert r.summary["cct_ps"] == r.summary["lower_bound_ps"] == want
 
 
+def test_a_sprayed_short_last_packet_passes_the_full_one_and_the_bound_allows_it():
+    # 6,567 B from pod 0 to pod 3 on k=4: one full frame, then a 2,533 B one that saves
+    # 16.25 ns at each of the 5 store-and-forward hops before the last link, so on another
+    # path it gets there 39.47 ns before the full frame. The bound must allow that (a
+    # single-path pipeline would put it 25.53 ns above this run's CCT). Alone, and as a
+    # pair of such flows both ways (App. B's exchange).
+    short = (2471 + 62) * 10
+    ready_full = 5 * (T_DATA + LINK)
+    want = ready_full + T_DATA + LINK + 6 * (T_ACK + LINK)
+    assert (T_DATA + T_GAP) + 5 * (short + LINK) < ready_full
+    alone = simulate("fat-tree:k=4", flows((0, 15, 6567)), lb="host_spray", seed=1)
+    assert alone.summary["cct_ps"] == alone.summary["lower_bound_ps"] == want
+    for lb in ("host_spray", "switch_rr", "ecmp"):
+        for size in (4097, 6567):
+            r = simulate("fat-tree:k=4", flows((0, 15, size), (15, 0, size)), lb=lb, seed=1)
+            assert r.summary["cct_ps"] >= r.summary["lower_bound_ps"], (lb, size)
+
+
 def test_frames_over_4_3_ms_apart_on_a_long_link_arrive_on_time():
     # A frame on a link stores its arrival as a 32-bit picosecond gap behind the frame ahead
     # of it; on a 10 ms link, frames sent 4.5 ms apart overflow that (at the NIC, the switch

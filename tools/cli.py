@@ -462,8 +462,10 @@ def _prepare_frame_path(path: Optional[Path], option: str) -> None:
     and create its folder (so a path that cannot be written fails now, not after the run)."""
     if path is None:
         return
-    if path.suffix not in FRAME_SUFFIXES:
+    if path.suffix.lower() not in FRAME_SUFFIXES:
         raise typer.BadParameter(f"{path}: expected a file ending in {' or '.join(FRAME_SUFFIXES)}", param_hint=option)
+    if path.is_dir():
+        raise typer.BadParameter(f"{path}: is a folder; give a file name", param_hint=option)
     _make_dir(path.parent)
 
 
@@ -475,7 +477,7 @@ def _make_dir(path: Path) -> Path:
 
 def _write_frame(df, path: Path) -> None:
     _make_dir(path.parent)
-    if path.suffix == ".parquet":
+    if path.suffix.lower() == ".parquet":
         df.to_parquet(path, index=False)
     else:
         df.to_csv(path, index=False)

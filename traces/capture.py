@@ -132,9 +132,10 @@ class TraceCapture:
         (self.out / "records").mkdir(exist_ok=True)
         (self.out / "records" / f"rank{self.rank}.json").write_text(json.dumps({**self.records, "_process_groups": groups}))
         if self.rank == 0:
-            meta = {"world": dist.get_world_size(), "backend": dist.get_backend(), "device": "cuda" if self.cuda else "cpu",
-                    "warmup": self.warmup, "steps": self.n_steps, "torch": torch.__version__, "process_groups": groups,
-                    **self.meta}
+            # The caller's entries first: they must not overwrite what the converter reads.
+            meta = {**self.meta, "world": dist.get_world_size(), "backend": dist.get_backend(),
+                    "device": "cuda" if self.cuda else "cpu", "warmup": self.warmup, "steps": self.n_steps,
+                    "torch": torch.__version__, "process_groups": groups}
             (self.out / "capture.json").write_text(json.dumps(meta, indent=1))
 
 

@@ -25,6 +25,7 @@ stride size, send/recv (pipeline stages), and traces that do not validate.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -109,19 +110,20 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
                                    "traffic depends on expert placement and routing, which change when its group widens", "comm_type")
     new_ids: dict[tuple[str, tuple[int, ...]], str] = {}
     new_groups: dict[str, list[int]] = {}
+    spare_ids = (str(i) for i in itertools.count() if str(i) not in shapes)  # for the new copies
 
-    def new_group(g: str, rank: int) -> tuple[str, int]:
+    def new_group(g: str, rank: int, gid: str | None = None) -> tuple[str, int]:
         kind, size = shapes[g]
         members = _new_members(kind, size, rank, ranks)
         key = (g, tuple(members))
         if key not in new_ids:
-            new_ids[key] = str(len(new_groups))
+            new_ids[key] = gid if gid is not None else next(spare_ids)
             new_groups[new_ids[key]] = members
         return new_ids[key], len(members)
 
-    # Ids: the captured groups' first (each as seen from one of its own members), then new copies.
+    # A captured group keeps its id (as seen from one of its own members); copies get unused ones.
     for g in sorted(shapes, key=lambda g: (len(g), g)):
-        new_group(g, min(groups.get(g, [0])))
+        new_group(g, min(groups.get(g, [0])), gid=g)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     changed = []  # sizes that padding to the new width changed

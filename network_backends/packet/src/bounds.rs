@@ -76,21 +76,27 @@ impl FrameTiming {
     }
 }
 
-/// Completion time of one flow alone on an idle fabric, path of `hops` links.
+/// Completion time of one flow alone on an idle fabric, over paths of `hops` links. Its
+/// frames leave the NIC back to back and meet again on the link into the destination;
+/// in between, a spraying scheme may send a short last frame another way, past the one
+/// ahead of it, so nothing is assumed to wait there. The last link serves frames in the
+/// order they can reach it, which finishes soonest. With frames of one size (or on one
+/// path, where the short one cannot pass) this is the exact idle FCT.
 pub fn single_flow_fct(t: &FrameTiming, bytes: u64, hops: u32) -> Dur {
-    let mut free = vec![0u64; hops as usize];
-    let mut last_arrival = 0u64;
+    let before_last_link = |ser: u64| (hops as u64 - 1) * (ser + t.link.0 + t.switch.0);
+    let mut ready: Vec<(u64, u64)> = Vec::new(); // (may start on the last link, serialization)
     let mut send_at = 0u64;
     for payload in t.payloads(bytes) {
         let ser = t.data(payload).0;
-        let mut at = send_at;
-        for (j, f) in free.iter_mut().enumerate() {
-            let start = at.max(*f);
-            *f = start + ser + t.gap.0;
-            at = start + ser + t.link.0 + if j + 1 < hops as usize { t.switch.0 } else { 0 };
-        }
+        ready.push((send_at + before_last_link(ser), ser));
         send_at += ser + t.gap.0;
-        last_arrival = last_arrival.max(at);
+    }
+    ready.sort_unstable();
+    let (mut free, mut last_arrival) = (0u64, 0u64);
+    for (at, ser) in ready {
+        let start = at.max(free);
+        free = start + ser + t.gap.0;
+        last_arrival = start + ser + t.link.0;
     }
     Dur(last_arrival) + t.one_way(t.ack, hops)
 }
@@ -110,7 +116,7 @@ pub enum NicPolicy {
 pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy) -> Dur {
     let sizes: Vec<Dur> = t.payloads(bytes).map(|p| t.data(p)).collect();
     let m = sizes.len();
-    let mut arrivals = Vec::with_capacity(m); // when our i-th data packet reaches the peer
+    let mut arrivals = Vec::with_capacity(m); // when our data packets reach the peer, in time order
     let (mut now, mut sent, mut acked) = (0u64, 0usize, 0usize);
     let mut last_ack_start = 0u64;
     let mut ack_turn = false;
@@ -125,11 +131,11 @@ pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: Ni
             ack_turn = false;
         } else if sent < m {
             let ser = sizes[sent];
-            let mut arrive = now + t.one_way(ser, hops).0;
-            if let Some(&prev) = arrivals.last() {
-                arrive = arrive.max(prev + ser.0 + t.gap.0); // a small last packet queues behind a big one
-            }
-            arrivals.push(arrive);
+            // A short last packet may pass the one ahead on another path (see
+            // `single_flow_fct`): keep arrivals in time order, not sending order.
+            let arrive = now + t.one_way(ser, hops).0;
+            let at = arrivals.partition_point(|&a| a <= arrive);
+            arrivals.insert(at, arrive);
             sent += 1;
             now += ser.0 + t.gap.0;
             ack_turn = true;
@@ -280,6 +286,21 @@ mod tests {
         // 256 full packets over 6 hops: 255 x (41,580 + 200) + 6 x 41,580 + 6 x 500,000, then the ACK: 6 x (640 + 500,000)
         let want = 255 * 41_780 + 6 * 41_580 + 6 * 500_000 + 6 * 500_640;
         assert_eq!(single_flow_fct(&t, 256 * 4096, 6), Dur(want));
+    }
+
+    #[test]
+    fn a_short_last_frame_may_pass_the_full_one_ahead() {
+        // 6,567 B over 6 hops: a full frame (41,580 ps), then one of 2,471 + 62 B (25,330 ps)
+        // 41,780 ps later. Each store-and-forward hop before the last link saves the short
+        // one 16,250 ps, so on another path it reaches that link first (2,668,430 against
+        // 2,707,900 ps); the full frame lands at 2,707,900 + 41,580 + 500,000, then the ACK.
+        let t = paper();
+        let want = 2_707_900 + 41_580 + 500_000 + 6 * (640 + 500_000);
+        assert_eq!(single_flow_fct(&t, 6567, 6), Dur(want));
+        // Frames of one size never pass each other: the plain pipeline.
+        let full = 2 * 4096;
+        let pipeline = 41_780 + 6 * (41_580 + 500_000) + 6 * (640 + 500_000);
+        assert_eq!(single_flow_fct(&t, full, 6), Dur(pipeline));
     }
 
     #[test]

@@ -195,12 +195,11 @@ impl SimConfig {
             } else {
                 path
             };
-            let message = e.inner().to_string();
+            let inner = e.inner();
             // serde_json appends where in the generated JSON text it stopped: not the user's.
-            let message = match message.rsplit_once(" at line ") {
-                Some((m, _)) => m.to_string(),
-                None => message,
-            };
+            let place = format!(" at line {} column {}", inner.line(), inner.column());
+            let message = inner.to_string();
+            let message = message.strip_suffix(&place).unwrap_or(&message);
             config_err(&field, message)
         })?;
         de.end().map_err(|e| config_err("config", e.to_string()))?;
