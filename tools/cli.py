@@ -491,7 +491,7 @@ def main() -> None:
     except TracefabricError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except OSError as e:  # an output path that cannot be created or written (a file in the way, no permission)
+    except OSError as e:  # a path that cannot be read, created or written (a file in the way, no permission)
         where = f"{e.filename}: " if e.filename else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         sys.exit(2)
