@@ -245,7 +245,9 @@ def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({e})", "network") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})", "network") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", "network") from None
     return check_network(raw, str(path))
 
 

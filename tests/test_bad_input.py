@@ -251,3 +251,51 @@ def test_capture_refuses_an_option_its_workload_does_not_take_before_starting_ra
     with pytest.raises(ConfigError, match=r"takes no option 'experts' \(it takes: tokens, dim, ffn"):
         check_options(get_workload("moe"), {"experts": 4})
     check_options(get_workload("moe"), {"ep": 3, "tokens": 8})  # accepted
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"link": {"latency_ns": 1e17}}, "link.latency_ns"),    # past 2^64 ps: wrapped to a short CCT
+    ({"switch": {"latency_ns": 1e17}}, "switch.latency_ns"),
+    ({"link": {"rate_gbps": 1e-9}}, "link.rate_gbps"),       # one frame would take 9 hours
+    ({"packet": {"header_bytes": 2**32 - 1}}, "packet.payload_bytes"),  # payload + header wrapped in 32 bits
+    ({"packet": {"ack_bytes": 2**32 - 1}}, "packet.ack_bytes"),
+])
+def test_numbers_that_would_overflow_the_engines_clock_or_sizes_are_refused(kwargs, field):
+    with pytest.raises(ConfigError) as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", **kwargs)
+    assert e.value.field == field, str(e.value)
+
+
+def test_a_flow_too_large_to_finish_is_refused_before_memory_runs_out():
+    # 10^12 B at 800 Gbps needs 10 s of serialization alone: past the default 1 s limit. It
+    # used to abort the process allocating per-packet state for the bound.
+    huge = {"kind": "flows", "src": [0], "dst": [1], "bytes": [10**12], "start_ps": [0]}
+    with pytest.raises(FlowError, match=r"flow 0: field `bytes` = 1000000000000 needs at least 10000.0 ms") as e:
+        simulate("fat-tree:k=4", huge)
+    assert e.value.field == "bytes"
+
+
+def test_wrong_types_at_the_api_name_the_argument():
+    with pytest.raises(ConfigError, match=r"`topology`: expected a spec string .* got NoneType"):
+        simulate(None, "permutation:size=4KiB")
+    with pytest.raises(ConfigError, match=r"`traffic`: expected a spec string .* got int"):
+        simulate("fat-tree:k=4", 5)
+    with pytest.raises(ConfigError, match=r"`link`: expected a dict of settings, got list"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link=[400])  # was read as rate_gbps=400
+    with pytest.raises(ConfigError, match=r"`lb_params`: expected a dict"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", lb_params=[1])
+
+
+def test_files_that_are_not_utf8_are_named(tmp_path):
+    from tracefabric.astra_configs.formats import read_network, read_system
+
+    for name in ("flows.csv", "flows.json", "m.cm"):
+        p = tmp_path / name
+        p.write_bytes(b"src,dst,bytes\n0,1,\xff\xfe\n")
+        with pytest.raises(TrafficFileError, match=rf"{p}: not UTF-8 text"):
+            simulate("fat-tree:k=4", f"file:{p}")
+    for name, read in (("sys.json", read_system), ("net.yml", read_network)):
+        p = tmp_path / name
+        p.write_bytes(b"\xff\xfe")
+        with pytest.raises(ConfigError, match=rf"{p}: not UTF-8 text \(byte 0\)"):
+            read(p)

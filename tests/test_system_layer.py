@@ -125,6 +125,8 @@ def test_recursive_doubling_flows_follow_the_definition():
     assert [hd[k * n]["dst"] for k in range(6)] == [4, 2, 1, 1, 2, 4]  # partner of rank 0
     with pytest.raises(_core.SystemError, match="power-of-two group size, got 6 ranks"):
         _core.collective_flows("recursive_doubling", "all_reduce", 6, 1024)
+    with pytest.raises(_core.SystemError, match="ranks: a collective needs at least 1 rank, got 0"):
+        _core.collective_flows("ring", "all_reduce", 0, 1024)  # was a division by zero (a Rust panic)
 
 
 @pytest.mark.parametrize("n", [2, 5, 8, 16, 24])
@@ -487,6 +489,22 @@ def test_backend_and_network_must_fit_together(tmp_path):
         simulate(wl, BARE_SYSTEM, fabric, backend="analytical:astra-aware")
     with pytest.raises(ConfigError, match=r"the fabric has 2 hosts but the workload has 4 ranks"):
         simulate(wl, BARE_SYSTEM, fabric, backend="packet")
+
+
+def test_the_packet_backend_runs_a_workload_that_sends_nothing(tmp_path):
+    # Compute only on 2 ranks (5 and 7 us), then a 1-rank group's all-reduce, which moves no
+    # bytes: the engine has no flow to declare, yet the iteration is the slowest rank's compute.
+    # `analytical:flow` on the same fabric agrees; the packet engine used to refuse the run.
+    wl = _write_ranks(tmp_path / "w", [[_comp(0, 5), _coll(1, "ALL_REDUCE", 1024, [0], pg="solo0")],
+                                       [_comp(0, 7), _coll(1, "ALL_REDUCE", 1024, [0], pg="solo1")]])
+    (tmp_path / "w" / "comm_groups.json").write_text(json.dumps({"solo0": [0], "solo1": [1]}))
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 2}}
+    packet = simulate(wl, BARE_SYSTEM, fabric, backend="packet")
+    flow = simulate(wl, BARE_SYSTEM, fabric, backend="analytical:flow")
+    assert packet.ranks["wall_ns"].tolist() == flow.ranks["wall_ns"].tolist() == [5000, 7000]
+    # A bad fabric is still refused on that path.
+    with pytest.raises(ConfigError, match=r"`link.rate_gbps`"):
+        simulate(wl, BARE_SYSTEM, {**fabric, "link": {"rate_gbps": -1}}, backend="packet")
 
 
 def test_memory_nodes_need_remote_memory(tmp_path):

@@ -102,3 +102,5 @@ def load_json(path: str | Path, field: str, what: str = "") -> Any:
         return json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON ({e})", field) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", field) from None

@@ -31,6 +31,9 @@ def parse_size(text: str | int, field: str = "size") -> int:
 
 def split_spec(spec: str, what: str) -> tuple[str, dict[str, str]]:
     """`kind:key=value,key=value` -> (kind, {key: value})."""
+    if not isinstance(spec, str):
+        raise ConfigError(f"`{what}`: expected a spec string (e.g. fat-tree:k=8, permutation:size=1MiB) or a dict, "
+                          f"got {type(spec).__name__}", what)
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower().replace("_", "-")
     if not kind:

@@ -62,6 +62,11 @@ def build_config(
             if scheme is not None and value != sch[name]:
                 sch[f"{name}_params"] = {}  # preset parameters belong to the preset's scheme
             sch[name] = value
+    sections = (("lb_params", lb_params), ("cc_params", cc_params), ("loss_params", loss_params),
+                ("link", link), ("switch", switch), ("packet", packet), ("limits", limits))
+    for name, value in sections:
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"`{name}`: expected a dict of settings, got {type(value).__name__}", name)
     for name, value in (("lb_params", lb_params), ("cc_params", cc_params), ("loss_params", loss_params)):
         if value:
             sch[name] = {**sch[name], **value}

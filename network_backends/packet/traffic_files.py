@@ -38,7 +38,13 @@ def flow_line(path: str | Path, index: int) -> int | None:
 
 def _read(path: str | Path) -> tuple[dict[str, Any], list[int]]:
     """The flows of a traffic file and where each is declared (see `flow_line`)."""
-    p = Path(path)
+    try:
+        return _read_text_file(Path(path))
+    except UnicodeDecodeError as e:
+        raise TrafficFileError(f"not UTF-8 text (byte {e.start})", str(path), None, "path") from None
+
+
+def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
     if not p.is_file():
         raise TrafficFileError("no such file", str(p), None, "path")
     suffix = p.suffix.lower()

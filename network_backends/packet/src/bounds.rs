@@ -16,6 +16,7 @@ use crate::config::SimConfig;
 use crate::topology::Topology;
 use crate::traffic::FlowSpec;
 use crate::units::{Dur, Rate, Time};
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
 pub struct FrameTiming {
@@ -83,22 +84,26 @@ impl FrameTiming {
 /// order they can reach it, which finishes soonest. With frames of one size (or on one
 /// path, where the short one cannot pass) this is the exact idle FCT.
 pub fn single_flow_fct(t: &FrameTiming, bytes: u64, hops: u32) -> Dur {
+    let n = bytes.div_ceil(t.payload as u64).max(1);
+    let last = t.data((bytes - (n - 1) * t.payload as u64) as u32).0;
+    let full = t.data(t.payload).0;
     let before_last_link = |ser: u64| (hops as u64 - 1) * (ser + t.link.0 + t.switch.0);
-    let mut ready: Vec<(u64, u64)> = Vec::new(); // (may start on the last link, serialization)
-    let mut send_at = 0u64;
-    for payload in t.payloads(bytes) {
-        let ser = t.data(payload).0;
-        ready.push((send_at + before_last_link(ser), ser));
-        send_at += ser + t.gap.0;
-    }
-    ready.sort_unstable();
-    let (mut free, mut last_arrival) = (0u64, 0u64);
-    for (at, ser) in ready {
-        let start = at.max(free);
-        free = start + ser + t.gap.0;
-        last_arrival = start + ser + t.link.0;
-    }
-    Dur(last_arrival) + t.one_way(t.ack, hops)
+    // Full frames reach the last link exactly one frame time apart, as it frees: it is busy
+    // from the first one on. On one server with release times, serving in release order
+    // ends at max over frames j of (release_j + the work released at or after it), here
+    // either the first full frame's or the last frame's term.
+    let (step, tail) = (full + t.gap.0, last + t.gap.0);
+    let r_last = (n - 1) * step + before_last_link(last);
+    let end = if n == 1 {
+        r_last + tail
+    } else {
+        let r0 = before_last_link(full);
+        // Full frames j (of n - 1) released at or after `at`: r0 + j * step >= at.
+        let fulls_after = |at: u64| (n - 1).saturating_sub(at.saturating_sub(r0).div_ceil(step));
+        let from_first = r0 + (n - 1) * step + if r_last >= r0 { tail } else { 0 };
+        from_first.max(r_last + tail + fulls_after(r_last) * step)
+    };
+    Dur(end - t.gap.0 + t.link.0) + t.one_way(t.ack, hops)
 }
 
 /// How a host NIC orders the data it sends and the ACKs it owes.
@@ -114,33 +119,42 @@ pub enum NicPolicy {
 /// ACK every packet they receive; nothing queues in the fabric. Returns the time the
 /// last ACK reaches its sender.
 pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy) -> Dur {
-    let sizes: Vec<Dur> = t.payloads(bytes).map(|p| t.data(p)).collect();
-    let m = sizes.len();
-    let mut arrivals = Vec::with_capacity(m); // when our data packets reach the peer, in time order
-    let (mut now, mut sent, mut acked) = (0u64, 0usize, 0usize);
+    let m = bytes.div_ceil(t.payload as u64).max(1);
+    let size = |i: u64| {
+        t.data(if i + 1 < m {
+            t.payload
+        } else {
+            (bytes - (m - 1) * t.payload as u64) as u32
+        })
+    };
+    // When our data packets not yet ACKed reach the peer, in time order (memory: about a
+    // BDP of packets, whatever the message size).
+    let mut pending: VecDeque<u64> = VecDeque::new();
+    let (mut now, mut sent, mut acked) = (0u64, 0u64, 0u64);
     let mut last_ack_start = 0u64;
     let mut ack_turn = false;
     while acked < m {
         // By symmetry the peer's data reaches us exactly when ours reaches it.
-        let ready = arrivals.partition_point(|&a| a <= now) - acked;
+        let ready = pending.partition_point(|&a| a <= now);
         let send_ack = ready > 0 && (sent == m || policy == NicPolicy::AckFirst || ack_turn);
         if send_ack {
             last_ack_start = now;
             acked += 1;
+            pending.pop_front();
             now += t.ack.0 + t.gap.0;
             ack_turn = false;
         } else if sent < m {
-            let ser = sizes[sent];
+            let ser = size(sent);
             // A short last packet may pass the one ahead on another path (see
             // `single_flow_fct`): keep arrivals in time order, not sending order.
             let arrive = now + t.one_way(ser, hops).0;
-            let at = arrivals.partition_point(|&a| a <= arrive);
-            arrivals.insert(at, arrive);
+            let at = pending.partition_point(|&a| a <= arrive);
+            pending.insert(at, arrive);
             sent += 1;
             now += ser.0 + t.gap.0;
             ack_turn = true;
         } else {
-            now = arrivals[acked]; // idle until the next data packet arrives
+            now = pending[0]; // idle until the next data packet arrives
         }
     }
     Dur(last_ack_start) + t.one_way(t.ack, hops)

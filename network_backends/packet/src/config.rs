@@ -12,6 +12,9 @@ pub type Params = BTreeMap<String, serde_json::Value>;
 pub const MAX_FRAME_BYTES: u64 = u16::MAX as u64;
 /// See `SimConfig::validate`.
 pub const MAX_TIME_MS: f64 = 100_000.0;
+/// Link rates the engine accepts: a 64 KiB frame at 1 Mbps still takes half a second.
+pub const MIN_RATE_GBPS: f64 = 1e-3;
+pub const MAX_RATE_GBPS: f64 = 1e6;
 
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -221,11 +224,28 @@ impl SimConfig {
             }
         };
         positive("link.rate_gbps", self.link.rate_gbps)?;
-        if !(self.link.latency_ns.is_finite() && self.link.latency_ns >= 0.0) {
-            return Err(config_err("link.latency_ns", "must be >= 0"));
+        // Times are integer picoseconds below 2^48: a frame must take well under a second,
+        // a latency no longer than the longest run.
+        if !(MIN_RATE_GBPS..=MAX_RATE_GBPS).contains(&self.link.rate_gbps) {
+            return Err(config_err(
+                "link.rate_gbps",
+                format!(
+                    "must be between {MIN_RATE_GBPS} and {MAX_RATE_GBPS}, got {}",
+                    self.link.rate_gbps
+                ),
+            ));
         }
-        if !(self.switch.latency_ns.is_finite() && self.switch.latency_ns >= 0.0) {
-            return Err(config_err("switch.latency_ns", "must be >= 0"));
+        let max_latency_ns = MAX_TIME_MS * 1e6;
+        for (field, v) in [
+            ("link.latency_ns", self.link.latency_ns),
+            ("switch.latency_ns", self.switch.latency_ns),
+        ] {
+            if !(v.is_finite() && (0.0..=max_latency_ns).contains(&v)) {
+                return Err(config_err(
+                    field,
+                    format!("must be between 0 and {max_latency_ns} (the longest run), got {v}"),
+                ));
+            }
         }
         let p = &self.packet;
         if p.payload_bytes == 0 {
@@ -234,11 +254,22 @@ impl SimConfig {
         if p.ack_bytes == 0 {
             return Err(config_err("packet.ack_bytes", "must be > 0"));
         }
-        let frame = (p.payload_bytes + p.header_bytes) as u64;
-        if frame > MAX_FRAME_BYTES || p.ack_bytes as u64 > MAX_FRAME_BYTES {
+        let frame = p.payload_bytes as u64 + p.header_bytes as u64;
+        if frame > MAX_FRAME_BYTES {
             return Err(config_err(
                 "packet.payload_bytes",
-                format!("frames are limited to {MAX_FRAME_BYTES} B (payload + header and ACK)"),
+                format!(
+                    "frames are limited to {MAX_FRAME_BYTES} B (payload + header), got {frame}"
+                ),
+            ));
+        }
+        if p.ack_bytes as u64 > MAX_FRAME_BYTES {
+            return Err(config_err(
+                "packet.ack_bytes",
+                format!(
+                    "frames are limited to {MAX_FRAME_BYTES} B, got {}",
+                    p.ack_bytes
+                ),
             ));
         }
         if self.switch.buffer_bytes < frame {

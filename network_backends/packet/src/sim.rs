@@ -322,6 +322,27 @@ impl Simulation {
                 ),
             });
         }
+        // A flow its own NIC cannot even serialize before the run's limit would only time
+        // out (and a huge one would exhaust memory first): refuse it now.
+        let seconds = |bytes: u64| bytes as f64 * 8.0 / (cfg.link.rate_gbps * 1e9);
+        let packets = |bytes: u64| bytes.div_ceil(cfg.packet.payload_bytes as u64);
+        if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| {
+            seconds(f.bytes) * 1e3 > cfg.limits.max_time_ms || packets(f.bytes) > u32::MAX as u64
+        }) {
+            return Err(SimError::BadFlow {
+                index: i,
+                field: "bytes",
+                message: format!(
+                    "= {} needs at least {:.1} ms on a {} Gbps link ({} packets), past \
+                     limits.max_time_ms = {} (or past 2^32 packets)",
+                    f.bytes,
+                    seconds(f.bytes) * 1e3,
+                    cfg.link.rate_gbps,
+                    packets(f.bytes),
+                    cfg.limits.max_time_ms
+                ),
+            });
+        }
         let infos: Vec<FlowInfo> = specs
             .iter()
             .map(|f| FlowInfo {

@@ -294,18 +294,28 @@ fn simulate_system(
         BackendSpec::Packet { config } => {
             // One planning pass gives both the flow list the engine declares and the run's plan.
             let (prepared, flows) = executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
-            let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
-            drop(flows);
-            let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
-            let r = py.allow_threads(|| prepared.run(&mut net));
-            let rep = net.sim.driven_report();
-            packet_report = Some((
-                rep.data_packet_hops,
-                rep.data_packets_dropped,
-                rep.ecn_marks,
-                rep.events,
-            ));
-            r
+            if flows.is_empty() {
+                // Compute only (or one-rank groups): the fabric carries nothing, and the
+                // engine refuses an empty run, so any backend of this fabric gives the answer.
+                let sim_cfg = packet_config(&config, &[])?;
+                let mut net =
+                    FlowModel::on_packet_fabric(&sim_cfg).map_err(|e| bad_input("network", e))?;
+                packet_report = Some((0, 0, 0, 0));
+                py.allow_threads(|| prepared.run(&mut net))
+            } else {
+                let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
+                drop(flows);
+                let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
+                let r = py.allow_threads(|| prepared.run(&mut net));
+                let rep = net.sim.driven_report();
+                packet_report = Some((
+                    rep.data_packet_hops,
+                    rep.data_packets_dropped,
+                    rep.ecn_marks,
+                    rep.events,
+                ));
+                r
+            }
         }
     }
     .map_err(system_err)?;
@@ -371,6 +381,12 @@ fn collective_flows(
     let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.to_string()))
         .map_err(|e| bad_input("kind", e))?;
     let algo = by_name(algorithm).map_err(|e| bad_input("algorithm", e))?;
+    if ranks == 0 {
+        return Err(bad_input(
+            "ranks",
+            "a collective needs at least 1 rank, got 0",
+        ));
+    }
     let spec = CollectiveSpec {
         kind,
         n: ranks,
