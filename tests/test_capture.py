@@ -467,8 +467,9 @@ def test_rescale_pads_to_the_new_width_and_refuses_what_it_cannot_rescale(fsdp2,
     assert {(c["from"], c["to"]) for c in report["resized_on_rank0"]} == {(37_120, 37_128)}
     with pytest.raises(RescaleError, match="all-to-all traffic depends on expert placement"):
         rescale(moe, 8, tmp_path / "moe8")
-    with pytest.raises(RescaleError, match="ranks must be >= 1"):
-        rescale(fsdp2, 0, tmp_path / "r0")
+    for bad in (0, 2.5, "4", True, 2**40):  # 2**40 ran out of memory; "4", 2.5 were TypeErrors
+        with pytest.raises(RescaleError, match=r"ranks must be an integer in 1\.\.2\^24"):
+            rescale(fsdp2, bad, tmp_path / "bad")
 
 
 def test_a_failing_user_step_is_reported_with_its_error(tmp_path):

@@ -138,6 +138,18 @@ def test_hugging_face_config_missing_or_ill_typed_field(tmp_path):
     path.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": "two", "num_attention_heads": 2}))
     with pytest.raises(ConfigError, match="field `num_hidden_layers` must be an integer"):
         from_hf_config(path)
+    # Optional fields: null means the default (as Hugging Face writes it); 0 or a string is
+    # refused instead of silently becoming the default (0 KV heads used to mean `heads`).
+    base = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128}
+    path.write_text(json.dumps({**base, "num_key_value_heads": None}))
+    assert from_hf_config(path).kv_heads == 4
+    for field, value in (("num_key_value_heads", 0), ("num_key_value_heads", "2"), ("num_experts_per_tok", 0)):
+        path.write_text(json.dumps({**base, field: value}))
+        with pytest.raises(ConfigError, match=rf"field `{field}` must be an integer >= 1, got {value!r}"):
+            from_hf_config(path)
+    path.write_text("[1]")
+    with pytest.raises(ConfigError, match="expected a JSON object of model settings, got list"):
+        from_hf_config(path)
 
 
 def test_corrupt_trace_is_refused_with_the_file_and_position(tmp_path):
@@ -280,6 +292,13 @@ def test_plan_shape_constraints_are_refused():
         Plan("fsdp", world=12, gpus_per_server=4, tp=8)
     with pytest.raises(ConfigError, match=r"with tp and ep, tp \(2\) must divide the tokens per micro-batch"):
         Plan("fsdp", world=16, gpus_per_server=8, tp=2, ep=2, seq=33)
+    # Wrong types are named, not TypeErrors deep inside (or a fractional size in a trace).
+    for field, value in (("world", "2"), ("seq", 2.5), ("world", 2**70), ("micro_batch", None), ("tp", True)):
+        with pytest.raises(ConfigError, match=rf"`{field}`: expected an integer below 2\^40") as e:
+            Plan("fsdp", **{field: value})
+        assert e.value.field == field
+    with pytest.raises(ConfigError, match=r"`imbalance`: expected a number, got nan"):
+        Plan("fsdp", imbalance=float("nan"))
 
 
 def one_f_one_b(stage: int, stages: int, m: int) -> list[tuple[str, int]]:

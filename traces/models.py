@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, load_json
 
@@ -159,29 +160,37 @@ def from_hf_config(path: str | Path) -> ModelSpec:
     """Read a Hugging Face `config.json` (Llama, Mistral/Mixtral, GPT-2 or DeepSeek-V3 style)."""
     path = Path(path)
     c = load_json(path, "model")
+    if not isinstance(c, dict):
+        raise ConfigError(f"{path}: expected a JSON object of model settings, got {type(c).__name__}", "model")
+
+    def integer(k: str, v: Any, minimum: int) -> int:
+        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+            raise ConfigError(f"{path}: field `{k}` must be an integer >= {minimum}, got {v!r}", k)
+        return v
 
     def need(*keys: str) -> int:
         for k in keys:
             if k in c:
-                v = c[k]
-                if not isinstance(v, int) or isinstance(v, bool):
-                    raise ConfigError(f"{path}: field `{k}` must be an integer, got {v!r}", k)
-                return v
+                return integer(k, c[k], 1)
         raise ConfigError(f"{path}: missing field `{keys[0]}`", keys[0])
+
+    def opt(k: str, default: int, minimum: int = 1) -> int:
+        """An optional field: absent or null (as Hugging Face writes it) gives the default."""
+        return default if c.get(k) is None else integer(k, c[k], minimum)
 
     name = c.get("_name_or_path") or path.parent.name or path.stem
     if c.get("model_type") == "gpt2":
-        return ModelSpec(name, "gpt2", need("n_layer"), need("n_embd"), c.get("n_inner") or 4 * need("n_embd"),
+        return ModelSpec(name, "gpt2", need("n_layer"), need("n_embd"), opt("n_inner", 4 * need("n_embd")),
                          need("n_head"), need("n_head"), need("vocab_size"), max_positions=need("n_positions"))
     heads = need("num_attention_heads")
-    experts = c.get("num_local_experts") or c.get("n_routed_experts") or 1
+    experts = opt("num_local_experts", 0) or opt("n_routed_experts", 1)
     common = dict(layers=need("num_hidden_layers"), hidden=need("hidden_size"), heads=heads,
-                  kv_heads=c.get("num_key_value_heads") or heads, vocab=need("vocab_size"), experts=experts,
-                  top_k=c.get("num_experts_per_tok") or 1)
+                  kv_heads=opt("num_key_value_heads", heads), vocab=need("vocab_size"), experts=experts,
+                  top_k=opt("num_experts_per_tok", 1))
     if c.get("kv_lora_rank"):
-        return ModelSpec(name, "deepseek", ffn=need("moe_intermediate_size"), shared_experts=c.get("n_shared_experts") or 0,
-                         dense_layers=c.get("first_k_dense_replace") or 0, dense_ffn=need("intermediate_size"),
-                         q_lora_rank=c.get("q_lora_rank") or 0, kv_lora_rank=need("kv_lora_rank"),
+        return ModelSpec(name, "deepseek", ffn=need("moe_intermediate_size"), shared_experts=opt("n_shared_experts", 0, 0),
+                         dense_layers=opt("first_k_dense_replace", 0, 0), dense_ffn=need("intermediate_size"),
+                         q_lora_rank=opt("q_lora_rank", 0, 0), kv_lora_rank=need("kv_lora_rank"),
                          qk_nope_dim=need("qk_nope_head_dim"), qk_rope_dim=need("qk_rope_head_dim"),
                          v_head_dim=need("v_head_dim"), **common)
     return ModelSpec(name, "llama", ffn=need("intermediate_size"), **common)

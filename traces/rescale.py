@@ -81,8 +81,8 @@ def _new_members(kind: str, size: int, rank: int, ranks: int) -> list[int]:
 
 def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
     """Write `trace.<r>.et` for r < ranks and `comm_groups.json` into `out`; returns a report."""
-    if ranks < 1:
-        raise RescaleError(f"rescale: ranks must be >= 1 (got {ranks})", "ranks")
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= 1 << 24:
+        raise RescaleError(f"rescale: ranks must be an integer in 1..2^24 (got {ranks!r})", "ranks")
     traces, groups = v.load(et_dir)
     found = v.problems(traces, groups)
     if found:

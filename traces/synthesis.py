@@ -31,6 +31,7 @@ workload layer expects. Compute durations come from a roofline of the named GPU.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
@@ -83,6 +84,14 @@ class Plan:
     routing: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
+        # Types first: a string or float here would fail deep in synthesis, or write a
+        # fractional size into a trace. Sizes beyond 2^40 overflow the traces' int64 fields.
+        for name in ("world", "gpus_per_server", "seq", "micro_batch", "seed", "tp", "ep", "pp", "microbatches"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 40) < v < 1 << 40:
+                raise ConfigError(f"`{name}`: expected an integer below 2^40, got {v!r}", name)
+        if not isinstance(self.imbalance, (int, float)) or isinstance(self.imbalance, bool) or not math.isfinite(self.imbalance):
+            raise ConfigError(f"`imbalance`: expected a number, got {self.imbalance!r}", "imbalance")
         if self.parallel not in ("fsdp", "dp"):
             raise ConfigError(f"parallel `{self.parallel}` is not supported; expected fsdp or dp", "parallel")
         if self.world < 1:
