@@ -36,9 +36,23 @@ def read_workload(where: str | Path, comm_groups: str | Path | None = None) -> W
     return Workload(traces, groups, str(where))
 
 
-def _compute_ps(node: EtNode, cfg: SystemConfig) -> int:
+def _int_attr(a: dict[str, Any], key: str, where: str, default: int = 0) -> int:
+    """An integer attribute (Chakra writers store some as strings of digits), or a ConfigError
+    naming the node and attribute: not a raw ValueError, and never a float silently cut."""
+    v = a.get(key, default)
+    if v is None:
+        return default
+    try:
+        if isinstance(v, (bool, list, tuple, dict)) or (isinstance(v, float) and not v.is_integer()):
+            raise TypeError
+        return int(v)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None
+
+
+def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
     a = node.attrs
-    num_ops, tensor = int(a.get("num_ops", 0)), int(a.get("tensor_size", 0))
+    num_ops, tensor = _int_attr(a, "num_ops", where), _int_attr(a, "tensor_size", where)
     if cfg.roofline and not a.get("is_cpu_op", False) and num_ops > 0 and tensor > 0:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
@@ -65,18 +79,18 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
             node: dict[str, Any] = {"id": n.id, "deps": sorted({pos[d] for d in [*n.data_deps, *n.ctrl_deps]})}
             a = n.attrs
             if n.type == "COMP_NODE":
-                node.update(kind="compute", duration_ps=_compute_ps(n, cfg))
+                node.update(kind="compute", duration_ps=_compute_ps(n, cfg, where))
             elif n.type in ("MEM_LOAD_NODE", "MEM_STORE_NODE"):
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
                                       "NO_MEMORY_EXPANSION", "memory-type")
-                node.update(kind="memory", duration_ps=memory.access_ps(int(a.get("tensor_size", 0))))
+                node.update(kind="memory", duration_ps=memory.access_ps(_int_attr(a, "tensor_size", where)))
             elif n.type == "COMM_COLL_NODE":
                 if "comm_type" not in a:
                     raise ConfigError(f"{where}: collective without attribute 'comm_type'", "comm_type")
                 try:
-                    kind_name = comm_type_name(int(a["comm_type"]))
-                except ValueError:
+                    kind_name = comm_type_name(_int_attr(a, "comm_type", where))
+                except (ConfigError, ValueError):
                     kind_name = str(a["comm_type"])
                 if kind_name not in COLLECTIVES:
                     raise ConfigError(f"{where}: comm_type {kind_name}: expected one of {', '.join(COLLECTIVES)}", "comm_type")
@@ -84,18 +98,28 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if bad := group_problem(pg, w.groups):
                     raise ConfigError(f"{where}: {bad}", "pg_name")
                 group = index[pg] if pg in w.groups else 0
-                size = int(a.get("comm_size", 0))
+                size = _int_attr(a, "comm_size", where)
                 if size < 0:
                     raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")
                 node.update(kind="collective", collective=COLLECTIVES[kind_name], bytes=size, group=group)
                 if "comm_split_sizes" in a:
-                    node["split_bytes"] = [int(x) for x in a["comm_split_sizes"]]
+                    splits = a["comm_split_sizes"]
+                    if not isinstance(splits, list):
+                        raise ConfigError(f"{where}: attribute 'comm_split_sizes' = {splits!r}: expected a list of bytes "
+                                          "per group rank", "comm_split_sizes")
+                    node["split_bytes"] = [_int_attr({"comm_split_sizes": x}, "comm_split_sizes", where) for x in splits]
+                    if any(b < 0 for b in node["split_bytes"]):
+                        raise ConfigError(f"{where}: comm_split_sizes {splits}: expected bytes >= 0", "comm_split_sizes")
             elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
                 field = "comm_dst" if n.type == "COMM_SEND_NODE" else "comm_src"
                 if field not in a:
                     raise ConfigError(f"{where}: {n.type} without attribute {field!r}", field)
-                node.update(kind="send" if n.type == "COMM_SEND_NODE" else "recv", peer=int(a[field]),
-                            tag=int(a.get("comm_tag", 0)), bytes=int(a.get("comm_size", 0)))
+                peer, size = _int_attr(a, field, where), _int_attr(a, "comm_size", where)
+                if peer < 0 or size < 0:
+                    raise ConfigError(f"{where}: {field} = {peer}, comm_size = {size}: expected a rank and bytes >= 0",
+                                      field if peer < 0 else "comm_size")
+                node.update(kind="send" if n.type == "COMM_SEND_NODE" else "recv", peer=peer,
+                            tag=_int_attr(a, "comm_tag", where), bytes=size)
             elif n.type in ("METADATA_NODE", "INVALID_NODE"):
                 node.update(kind="instant")
             else:

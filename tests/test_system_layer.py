@@ -4,6 +4,7 @@ backend, against ASTRA-sim's printed results, closed forms and the packet engine
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -505,6 +506,35 @@ def test_the_packet_backend_runs_a_workload_that_sends_nothing(tmp_path):
     # A bad fabric is still refused on that path.
     with pytest.raises(ConfigError, match=r"`link.rate_gbps`"):
         simulate(wl, BARE_SYSTEM, {**fabric, "link": {"rate_gbps": -1}}, backend="packet")
+
+
+@pytest.mark.parametrize("attrs,field,message", [
+    ({"comm_size": "abc"}, "comm_size", "attribute 'comm_size' = 'abc': expected an integer"),
+    ({"comm_split_sizes": "1,2"}, "comm_split_sizes", "expected a list of bytes per group rank"),
+    ({"comm_split_sizes": [-1, 2, 3, 4], "comm_type": COMM_TYPES["ALL_TO_ALL"]}, "comm_split_sizes", "expected bytes >= 0"),
+])
+def test_ill_typed_et_attributes_are_named_with_the_node(tmp_path, attrs, field, message):
+    # These were raw ValueErrors / TypeErrors.
+    node = _coll(0, "ALL_REDUCE", 64)
+    node.attrs.update(attrs)
+    wl = _write_ranks(tmp_path, [[node]] * 4)
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
+        simulate(wl, BARE_SYSTEM, NET4)
+    assert e.value.field == field and "t.0.et: node 0" in str(e.value)
+
+
+def test_a_node_type_chakra_does_not_define_is_named(tmp_path):
+    from chakra.schema.protobuf import et_def_pb2 as pb
+    from tracefabric.traces.chakra_io import _framed, read_pb_trace
+
+    wl = _write_ranks(tmp_path, [[_comp(0, 1)]] * 4)
+    meta, nodes = read_pb_trace(tmp_path / "t.0.et")
+    nodes[0].type = 99
+    (tmp_path / "t.0.et").write_bytes(_framed(meta) + _framed(nodes[0]))
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0: type 99 is not a Chakra NodeType") as e:
+        simulate(wl, BARE_SYSTEM, NET4)
+    assert e.value.field == "type"
+    assert 99 not in pb.NodeType.values()
 
 
 def test_memory_nodes_need_remote_memory(tmp_path):

@@ -89,6 +89,8 @@ def write_trace(path: str | Path, nodes: list[EtNode], metadata: dict[str, Any] 
 
 def _attr_value(a: pb.AttributeProto) -> Any:
     kind = a.WhichOneof("value")
+    if kind is None:
+        return None  # set by name only: the readers treat it as absent or refuse it by name
     v = getattr(a, kind)
     return list(v.values) if kind.endswith("_list") else v
 
@@ -135,6 +137,10 @@ def read_pb_trace(path: str | Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
 def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
     """(metadata with `version`, nodes) of one ET file."""
     meta, msgs = read_pb_trace(path)
+    for m in msgs:
+        if m.type not in pb.NodeType.values():
+            raise ConfigError(f"{path}: node {m.id}: type {m.type} is not a Chakra NodeType "
+                              f"(expected one of {', '.join(pb.NodeType.keys())})", "type")
     nodes = [EtNode(m.id, m.name, pb.NodeType.Name(m.type), list(m.data_deps), list(m.ctrl_deps),
                     m.duration_micros, {a.name: _attr_value(a) for a in m.attr}) for m in msgs]
     return {"version": meta.version, **{a.name: _attr_value(a) for a in meta.attr}}, nodes
