@@ -537,6 +537,20 @@ def test_a_node_type_chakra_does_not_define_is_named(tmp_path):
     assert 99 not in pb.NodeType.values()
 
 
+@pytest.mark.parametrize("backend", ["analytical:astra-unaware", "analytical:astra-aware", "analytical:flow"])
+@pytest.mark.parametrize("change", [{"latency": [1e300]}, {"bandwidth": [1e-300]}])
+def test_times_past_the_picosecond_clock_are_refused_not_wrapped(tmp_path, backend, change):
+    # These used to saturate to u64 and report 2,224 ns (unaware/aware) or 36,460 ns (flow)
+    # for a 1 MiB all-reduce on 8 NPUs. The bound: 2 links of the switch x (latency + one
+    # ring step's 1 MiB / 8 = 131,072 B / bandwidth), against 2^62 ps.
+    wl = write_microbenchmark(tmp_path, 8, "all_reduce", 1 << 20)
+    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50], "latency": [500], **change}
+    lat, bw = net["latency"][0], net["bandwidth"][0] * 2**30 / 1e9
+    seconds = f"{2 * (lat + 131072 / bw) / 1e9:.3e}".replace("e+", "e")  # as Rust prints it
+    with pytest.raises(SimulationError, match=rf"a message of 131072 B could take up to {seconds} s .* past the simulators' picosecond clock"):
+        simulate(wl, BARE_SYSTEM, net, backend=backend)
+
+
 def test_memory_nodes_need_remote_memory(tmp_path):
     load = EtNode(0, "load", "MEM_LOAD_NODE", attrs={"tensor_size": 10**6})
     wl = _write_ranks(tmp_path, [[load]] + [[_comp(0, 1)]] * 3)

@@ -93,6 +93,7 @@ impl Network for Aware {
     }
     fn start_flow(&mut self, f: FlowRequest, at: Ps) -> Result<(), String> {
         check_endpoints(&f, self.topo.npus)?;
+        self.topo.check_fits_clock(f.bytes, at)?;
         self.flows += 1;
         let mut scratch = std::mem::take(&mut self.scratch);
         self.topo.route(f.src, f.dst, &mut scratch);

@@ -312,6 +312,9 @@ impl Network for FlowModel {
 
     fn start_flow(&mut self, f: FlowRequest, at: Ps) -> Result<(), String> {
         check_endpoints(&f, self.endpoints())?;
+        if let Fabric::Astra { topo, .. } = &self.fabric {
+            topo.check_fits_clock(f.bytes, at)?;
+        }
         self.started += 1;
         self.seq += 1;
         if f.src == f.dst || f.bytes == 0 {

@@ -36,6 +36,10 @@ pub struct AstraTopology {
     pub dims: Vec<DimSpec>,
     strides: Vec<u32>,
     pub npus: u32,
+    /// A message's longest uncontended time: every dimension's longest route, store and
+    /// forward: `worst_latency_ns + bytes * worst_ns_per_byte` (see `check_fits_clock`).
+    worst_latency_ns: f64,
+    worst_ns_per_byte: f64,
 }
 
 impl AstraTopology {
@@ -70,10 +74,22 @@ impl AstraTopology {
                 return Err("the network has too many NPUs".into());
             }
         }
+        let longest_route = |d: &DimSpec| match d.kind {
+            DimKind::Ring => d.npus / 2,
+            DimKind::FullyConnected => 1,
+            DimKind::Switch => 2,
+        } as f64;
+        let worst_latency_ns = dims.iter().map(|d| longest_route(d) * d.latency_ns).sum();
+        let worst_ns_per_byte = dims
+            .iter()
+            .map(|d| longest_route(d) / d.bytes_per_ns())
+            .sum();
         Ok(AstraTopology {
             dims,
             strides,
             npus: npus as u32,
+            worst_latency_ns,
+            worst_ns_per_byte,
         })
     }
 
@@ -84,6 +100,22 @@ impl AstraTopology {
     /// The lowest dimension in which two NPUs differ (ASTRA-sim sends there).
     pub fn first_differing_dim(&self, a: u32, b: u32) -> Option<usize> {
         (0..self.dims.len()).find(|&d| self.coord(a, d) != self.coord(b, d))
+    }
+
+    /// Refuses a message whose uncontended time, at its most (every dimension's longest
+    /// route, store-and-forward), would carry the picosecond clock past 2^62 from `at`:
+    /// the times would wrap or saturate and the run would end silently wrong.
+    pub fn check_fits_clock(&self, bytes: u64, at: u64) -> Result<(), String> {
+        let ns = self.worst_latency_ns + bytes as f64 * self.worst_ns_per_byte;
+        let limit = (1u64 << 62) as f64;
+        if at as f64 + ns * 1e3 < limit {
+            return Ok(());
+        }
+        Err(format!(
+            "a message of {bytes} B could take up to {:.3e} s on this network (bandwidth and \
+             latency per dimension), past the simulators' picosecond clock (2^62 ps, 53 days)",
+            ns / 1e9
+        ))
     }
 
     /// Links crossed inside dimension `d` between two NPUs that differ only there.

@@ -50,6 +50,7 @@ impl Network for Unaware {
     }
     fn start_flow(&mut self, f: FlowRequest, at: Ps) -> Result<(), String> {
         check_endpoints(&f, self.topo.npus)?;
+        self.topo.check_fits_clock(f.bytes, at)?;
         self.flows += 1;
         let t = at + self.delay_ns(f.src, f.dst, f.bytes) * PS_PER_NS;
         self.done.entry(t).or_default().push_back(f.id);
