@@ -39,9 +39,11 @@ def read_workload(where: str | Path, comm_groups: str | Path | None = None) -> W
 def _int_attr(a: dict[str, Any], key: str, where: str, default: int = 0) -> int:
     """An integer attribute (Chakra writers store some as strings of digits), or a ConfigError
     naming the node and attribute: not a raw ValueError, and never a float silently cut."""
-    v = a.get(key, default)
-    if v is None:
-        return default
+    v = a.get(key)
+    return default if v is None else _int_value(v, key, where)
+
+
+def _int_value(v: Any, key: str, where: str) -> int:
     try:
         if isinstance(v, (bool, list, tuple, dict)) or (isinstance(v, float) and not v.is_integer()):
             raise TypeError
@@ -107,7 +109,7 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                     if not isinstance(splits, list):
                         raise ConfigError(f"{where}: attribute 'comm_split_sizes' = {splits!r}: expected a list of bytes "
                                           "per group rank", "comm_split_sizes")
-                    node["split_bytes"] = [_int_attr({"comm_split_sizes": x}, "comm_split_sizes", where) for x in splits]
+                    node["split_bytes"] = [_int_value(x, "comm_split_sizes", where) for x in splits]
                     if any(b < 0 for b in node["split_bytes"]):
                         raise ConfigError(f"{where}: comm_split_sizes {splits}: expected bytes >= 0", "comm_split_sizes")
             elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):

@@ -299,3 +299,11 @@ def test_files_that_are_not_utf8_are_named(tmp_path):
         p.write_bytes(b"\xff\xfe")
         with pytest.raises(ConfigError, match=rf"{p}: not UTF-8 text \(byte 0\)"):
             read(p)
+
+
+def test_a_standalone_run_without_flows_is_refused():
+    # (A driven run may declare none: the system layer's compute-only workloads.)
+    empty = {"kind": "flows", "src": [], "dst": [], "bytes": [], "start_ps": []}
+    with pytest.raises(ConfigError, match="invalid config field `traffic`: no flows to simulate") as e:
+        simulate("fat-tree:k=4", empty)
+    assert e.value.field == "traffic"

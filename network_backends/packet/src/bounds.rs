@@ -47,17 +47,11 @@ impl FrameTiming {
         self.rate.serialization((payload + self.header) as u64)
     }
 
-    /// Payload of every packet of a `bytes` message, in order.
-    pub fn payloads(&self, bytes: u64) -> impl Iterator<Item = u32> + '_ {
-        let full = self.payload as u64;
-        let n = bytes.div_ceil(full);
-        (0..n).map(move |i| {
-            if i + 1 < n {
-                self.payload
-            } else {
-                (bytes - (n - 1) * full) as u32
-            }
-        })
+    /// A `bytes` message's packets: how many, and the last one's payload (all the others
+    /// are full).
+    pub fn packets(&self, bytes: u64) -> (u64, u32) {
+        let n = bytes.div_ceil(self.payload as u64).max(1);
+        (n, (bytes - (n - 1) * self.payload as u64) as u32)
     }
 
     /// One-way latency of a frame over `hops` links, store-and-forward.
@@ -84,9 +78,8 @@ impl FrameTiming {
 /// order they can reach it, which finishes soonest. With frames of one size (or on one
 /// path, where the short one cannot pass) this is the exact idle FCT.
 pub fn single_flow_fct(t: &FrameTiming, bytes: u64, hops: u32) -> Dur {
-    let n = bytes.div_ceil(t.payload as u64).max(1);
-    let last = t.data((bytes - (n - 1) * t.payload as u64) as u32).0;
-    let full = t.data(t.payload).0;
+    let (n, last_payload) = t.packets(bytes);
+    let (full, last) = (t.data(t.payload).0, t.data(last_payload).0);
     let before_last_link = |ser: u64| (hops as u64 - 1) * (ser + t.link.0 + t.switch.0);
     // Full frames reach the last link exactly one frame time apart, as it frees: it is busy
     // from the first one on. On one server with release times, serving in release order
@@ -119,14 +112,8 @@ pub enum NicPolicy {
 /// ACK every packet they receive; nothing queues in the fabric. Returns the time the
 /// last ACK reaches its sender.
 pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy) -> Dur {
-    let m = bytes.div_ceil(t.payload as u64).max(1);
-    let size = |i: u64| {
-        t.data(if i + 1 < m {
-            t.payload
-        } else {
-            (bytes - (m - 1) * t.payload as u64) as u32
-        })
-    };
+    let (m, last_payload) = t.packets(bytes);
+    let size = |i: u64| t.data(if i + 1 < m { t.payload } else { last_payload });
     // When our data packets not yet ACKed reach the peer, in time order (memory: about a
     // BDP of packets, whatever the message size).
     let mut pending: VecDeque<u64> = VecDeque::new();
@@ -175,15 +162,15 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
     let (mut busy_out, mut busy_in) = (vec![0u64; n], vec![0u64; n]);
     let (mut first_out, mut first_in) = (vec![u64::MAX; n], vec![u64::MAX; n]);
     for f in flows {
-        let (data, acks) = t.payloads(f.bytes).fold((0, 0), |(d, a), p| {
-            (d + t.data(p).0 + t.gap.0, a + t.ack.0 + t.gap.0)
-        });
+        let (n, last_payload) = t.packets(f.bytes);
+        let data = (n - 1) * (t.data(t.payload).0 + t.gap.0) + t.data(last_payload).0 + t.gap.0;
+        let acks = n * (t.ack.0 + t.gap.0);
         let (s, d) = (f.src as usize, f.dst as usize);
         busy_out[s] += data;
         busy_in[d] += data;
         busy_out[d] += acks;
         busy_in[s] += acks;
-        let first_packet = t.data(t.payloads(f.bytes).next().unwrap_or(0)).0;
+        let first_packet = t.data(if n > 1 { t.payload } else { last_payload }).0;
         first_out[s] = first_out[s].min(f.start.0);
         first_out[d] = first_out[d].min(f.start.0);
         first_in[d] = first_in[d].min(f.start.0 + first_packet);

@@ -223,7 +223,6 @@ impl SimConfig {
                 ))
             }
         };
-        positive("link.rate_gbps", self.link.rate_gbps)?;
         // Times are integer picoseconds below 2^48: a frame must take well under a second,
         // a latency no longer than the longest run.
         if !(MIN_RATE_GBPS..=MAX_RATE_GBPS).contains(&self.link.rate_gbps) {

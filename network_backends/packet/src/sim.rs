@@ -12,7 +12,7 @@
 use crate::bounds;
 use crate::cc::{self, CcInit, CongestionControl};
 use crate::config::SimConfig;
-use crate::error::{SimError, SimResult};
+use crate::error::{config_err, SimError, SimResult};
 use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
 use crate::loss::{self, LossInit, LossRecovery};
@@ -324,10 +324,11 @@ impl Simulation {
         }
         // A flow its own NIC cannot even serialize before the run's limit would only time
         // out (and a huge one would exhaust memory first): refuse it now.
+        let timing = bounds::FrameTiming::from_config(&cfg);
         let seconds = |bytes: u64| bytes as f64 * 8.0 / (cfg.link.rate_gbps * 1e9);
-        let packets = |bytes: u64| bytes.div_ceil(cfg.packet.payload_bytes as u64);
         if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| {
-            seconds(f.bytes) * 1e3 > cfg.limits.max_time_ms || packets(f.bytes) > u32::MAX as u64
+            seconds(f.bytes) * 1e3 > cfg.limits.max_time_ms
+                || timing.packets(f.bytes).0 > u32::MAX as u64
         }) {
             return Err(SimError::BadFlow {
                 index: i,
@@ -338,7 +339,7 @@ impl Simulation {
                     f.bytes,
                     seconds(f.bytes) * 1e3,
                     cfg.link.rate_gbps,
-                    packets(f.bytes),
+                    timing.packets(f.bytes).0,
                     cfg.limits.max_time_ms
                 ),
             });
@@ -351,7 +352,6 @@ impl Simulation {
                 bytes: f.bytes,
             })
             .collect();
-        let timing = bounds::FrameTiming::from_config(&cfg);
         let bdp_packets = timing.bdp_packets(topo.diameter_hops);
         let mut lb = lb::build(
             &cfg.scheme.lb,
@@ -502,6 +502,11 @@ impl Simulation {
 
     pub fn run(mut self, progress: Progress) -> SimResult<Report> {
         let total = self.flows.len();
+        // A driven run may declare no flows (a workload that only computes); a standalone
+        // one would have nothing to measure.
+        if total == 0 {
+            return Err(config_err("traffic", "no flows to simulate"));
+        }
         for f in 0..total as u32 {
             let start = self.flows[f as usize].spec.start;
             self.events.push(start, Event::FlowStart(f));

@@ -113,9 +113,6 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
 }
 
 fn check(flows: &[FlowSpec], n_hosts: u32) -> SimResult<()> {
-    if flows.is_empty() {
-        return Err(config_err("traffic", "no flows to simulate"));
-    }
     for (index, f) in flows.iter().enumerate() {
         let bad = |field, message: String| {
             Err(SimError::BadFlow {

@@ -294,28 +294,18 @@ fn simulate_system(
         BackendSpec::Packet { config } => {
             // One planning pass gives both the flow list the engine declares and the run's plan.
             let (prepared, flows) = executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
-            if flows.is_empty() {
-                // Compute only (or one-rank groups): the fabric carries nothing, and the
-                // engine refuses an empty run, so any backend of this fabric gives the answer.
-                let sim_cfg = packet_config(&config, &[])?;
-                let mut net =
-                    FlowModel::on_packet_fabric(&sim_cfg).map_err(|e| bad_input("network", e))?;
-                packet_report = Some((0, 0, 0, 0));
-                py.allow_threads(|| prepared.run(&mut net))
-            } else {
-                let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
-                drop(flows);
-                let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
-                let r = py.allow_threads(|| prepared.run(&mut net));
-                let rep = net.sim.driven_report();
-                packet_report = Some((
-                    rep.data_packet_hops,
-                    rep.data_packets_dropped,
-                    rep.ecn_marks,
-                    rep.events,
-                ));
-                r
-            }
+            let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
+            drop(flows);
+            let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
+            let r = py.allow_threads(|| prepared.run(&mut net));
+            let rep = net.sim.driven_report();
+            packet_report = Some((
+                rep.data_packet_hops,
+                rep.data_packets_dropped,
+                rep.ecn_marks,
+                rep.events,
+            ));
+            r
         }
     }
     .map_err(system_err)?;
