@@ -10,14 +10,15 @@ in `SYSTEM_KEYS_WITHOUT_EFFECT`.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Hashable
 
 import yaml
 
-from ..errors import ConfigError, load_json
+from ..errors import ConfigError, DuplicateKeyError, load_json
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)
 REQUIRED = object()
@@ -52,6 +53,9 @@ SYSTEM_KEYS: dict[str, tuple[tuple[type, ...], Any, str]] = {
 SYSTEM_KEYS_WITHOUT_EFFECT = ["local-reduction-delay", "boost-mode", "L", "o", "g", "G", "trace-enabled",
                               "track-local-mem", "local-mem-trace-filename", "intra-dimension-scheduling",
                               "inter-dimension-scheduling"]
+# Upper limits where the system layer's integers end (u32) or its clock would (ns).
+SYSTEM_KEY_MAX = {"preferred-dataset-splits": 2**32 - 1, "active-chunks-per-dimension": 2**32 - 1,
+                  "endpoint-delay": 1e11}
 IMPLEMENTATION_KEYS = ["all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
                        "all-to-all-implementation", "broadcast-implementation"]
 ALGORITHMS = ["ring", "direct", "recursive_doubling", "halving_doubling", "double_binary_tree"]
@@ -99,10 +103,16 @@ class SystemConfig:
         }
 
 
+def _finite_at_most(value: int | float, limit: float) -> bool:
+    return (isinstance(value, int) or math.isfinite(value)) and value <= limit
+
+
 def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a JSON object of ASTRA-sim system keys", "system")
     for key, value in raw.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"{path}: key {key!r}: expected a string naming an ASTRA-sim system key", "system")
         if key not in SYSTEM_KEYS:
             if key.endswith("-implementation-custom") or key == "per-node-custom-implementation":
                 raise ConfigError(f"{path}: key {key!r}: custom collective ETs (ASTRA-sim's CollectiveAPI) are not "
@@ -111,6 +121,9 @@ def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
         types = SYSTEM_KEYS[key][0]
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             raise ConfigError(f"{path}: key {key!r} = {value!r}: expected {' or '.join(t.__name__ for t in types)}", key)
+        if isinstance(value, (int, float)) and not _finite_at_most(value, SYSTEM_KEY_MAX.get(key, math.inf)):
+            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected a finite number"
+                              + (f" <= {SYSTEM_KEY_MAX[key]:{'d' if types == (int,) else 'g'}}" if key in SYSTEM_KEY_MAX else ""), key)
     for key, (_, default, _) in SYSTEM_KEYS.items():
         if default is REQUIRED and key not in raw:
             raise ConfigError(f"{path}: missing required key {key!r}", key)
@@ -154,6 +167,8 @@ def write_system(cfg: SystemConfig, path: str | Path) -> None:
 
 DIM_KINDS = ("Ring", "FullyConnected", "Switch")
 NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+# As the Rust topology checks them (BANDWIDTH_GBS, LATENCY_NS); named here with the file.
+NETWORK_RANGES = {"bandwidth": (1e-3, 1e6, "GB/s"), "latency": (0.0, 1e11, "ns")}
 
 
 @dataclass
@@ -218,24 +233,50 @@ def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | Pa
     for d, n in enumerate(raw["npus_count"]):
         if isinstance(n, bool) or not isinstance(n, int) or n < 2:
             raise ConfigError(f"{path}: npus_count[{d}] = {n!r}: expected an integer >= 2", "npus_count")
-    for key, low in (("bandwidth", 0.0), ("latency", 0.0)):
+    for key, (low, high, unit) in NETWORK_RANGES.items():
         for d, v in enumerate(raw[key]):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < low or (key == "bandwidth" and v == 0):
-                raise ConfigError(f"{path}: {key}[{d}] = {v!r}: expected a {'positive' if key == 'bandwidth' else 'non-negative'} number "
-                                  f"({'GB/s' if key == 'bandwidth' else 'ns'})", key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v and _finite_at_most(v, high)):
+                raise ConfigError(f"{path}: {key}[{d}] = {v!r}: expected a number of {unit} in {low:g}..{high:g}", key)
     return AstraNetwork(list(raw["topology"]), list(raw["npus_count"]), [float(b) for b in raw["bandwidth"]],
                         [float(v) for v in raw["latency"]], path)
 
 
 def _fabric_hosts(topo: dict[str, Any], path: str) -> int:
+    """The fabric's host count, to name a workload too large for it; 0 when an ill-typed value
+    leaves it unknown (the engine then names that field)."""
     kind = topo.get("kind")
-    if kind == "fat_tree" and isinstance(topo.get("k"), int):
-        return topo["k"] ** 3 // 4
-    if kind == "leaf_spine" and isinstance(topo.get("leaves"), int) and isinstance(topo.get("spines"), int):
-        per_leaf = topo.get("hosts_per_leaf") or round(topo.get("oversubscription", 1) * topo["spines"] * topo.get("links_per_pair", 1))
+    numbers = [topo.get(key) for key in ("k", "leaves", "spines", "hosts_per_leaf", "links_per_pair", "oversubscription")]
+    typed = all(v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in numbers)
+    if kind == "fat_tree":
+        return topo["k"] ** 3 // 4 if typed and isinstance(topo.get("k"), int) else 0
+    if kind == "leaf_spine":
+        if not (typed and isinstance(topo.get("leaves"), int) and isinstance(topo.get("spines"), int)):
+            return 0
+        per_leaf = topo.get("hosts_per_leaf") or round((topo.get("oversubscription") or 1) * topo["spines"] * (topo.get("links_per_pair") or 1))
         return topo["leaves"] * per_leaf
     raise ConfigError(f"{path}: topology = {topo!r}: expected {{kind: fat_tree, k: K}} or "
                       "{kind: leaf_spine, leaves: L, spines: S, ...}", "topology")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping key given twice (it keeps the last)."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, Hashable):
+            continue  # construct_mapping names it
+        if key in seen:
+            raise DuplicateKeyError(key, key_node.start_mark.line + 1)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
 def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
@@ -243,7 +284,9 @@ def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
     if not path.is_file():
         raise ConfigError(f"{path}: network file not found", "network")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+    except DuplicateKeyError as e:
+        raise ConfigError(f"{path}: {e}", str(e.key)) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})", "network") from None
     except UnicodeDecodeError as e:
@@ -289,6 +332,8 @@ def read_memory(path: str | Path | None) -> RemoteMemory:
             raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(MEMORY_KEYS)}", key)
         if isinstance(value, bool) or not isinstance(value, MEMORY_KEYS[key]):
             raise ConfigError(f"{path}: key {key!r} = {value!r}: expected {' or '.join(t.__name__ for t in MEMORY_KEYS[key])}", key)
+        if isinstance(value, (int, float)) and not (value >= 0 and _finite_at_most(value, math.inf)):
+            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected a finite number >= 0", key)
     kind = raw.get("memory-type")
     if kind not in MEMORY_TYPES:
         raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: expected one of {', '.join(MEMORY_TYPES)}", "memory-type")

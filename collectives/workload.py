@@ -52,15 +52,27 @@ def _int_value(v: Any, key: str, where: str) -> int:
         raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None
 
 
+# The system layer's clock ends at 2^62 ps (53 days); no single node may take longer.
+CLOCK_LIMIT_PS = 2**62
+
+
+def _duration(ps: int, field: str, where: str) -> int:
+    if ps >= CLOCK_LIMIT_PS:
+        raise ConfigError(f"{where}: {field} gives {ps / 1e12:.3e} s, past the simulators' picosecond clock "
+                          "(2^62 ps, 53 days)", field)
+    return ps
+
+
 def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
     a = node.attrs
     num_ops, tensor = _int_attr(a, "num_ops", where), _int_attr(a, "tensor_size", where)
     if cfg.roofline and not a.get("is_cpu_op", False) and num_ops > 0 and tensor > 0:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
-        return int(num_ops / perf * 1e9) * 1000
+        ns = num_ops / perf * 1e9
+        return _duration(int(ns) * 1000 if ns < CLOCK_LIMIT_PS else CLOCK_LIMIT_PS, "num_ops", where)
     # ASTRA-sim runs a zero-length compute node for 1 ns.
-    return max(int(node.duration_micros) * 1_000_000, 1000)
+    return _duration(max(int(node.duration_micros) * 1_000_000, 1000), "duration_micros", where)
 
 
 def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[str, Any]:
@@ -86,7 +98,8 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
                                       "NO_MEMORY_EXPANSION", "memory-type")
-                node.update(kind="memory", duration_ps=memory.access_ps(_int_attr(a, "tensor_size", where)))
+                node.update(kind="memory", duration_ps=_duration(memory.access_ps(_int_attr(a, "tensor_size", where)),
+                                                                 "tensor_size", where))
             elif n.type == "COMM_COLL_NODE":
                 if "comm_type" not in a:
                     raise ConfigError(f"{where}: collective without attribute 'comm_type'", "comm_type")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from chakra.schema.protobuf import et_def_pb2 as pb
+from tracefabric.errors import ConfigError
 from tracefabric.traces import validate as v
 from tracefabric.traces.capture import capture
 from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace
@@ -573,3 +574,23 @@ def test_a_capture_from_the_users_own_launcher_converts(tmp_path):
     et = convert(out)
     for rank in range(2):
         assert [(comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in colls(et, rank)] == [("ALL_REDUCE", 4000)]
+
+
+def test_trace_capture_refuses_to_start_without_torch_distributed_or_with_another_rank(tmp_path):
+    """Both were only found on leaving, after the profiled steps had run."""
+    import torch.distributed as dist
+    from tracefabric.traces.capture import TraceCapture
+
+    assert not dist.is_initialized()
+    with pytest.raises(ConfigError, match=r"torch\.distributed is not initialized; call torch\.distributed\.init_process_group"):
+        with TraceCapture(tmp_path / "a", rank=0):
+            pass
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    try:
+        with pytest.raises(ConfigError, match=r"rank = 1, but this process is rank 0 of 1 in torch\.distributed") as e:
+            with TraceCapture(tmp_path / "b", rank=1):
+                pass
+        assert e.value.field == "rank"
+        assert not (tmp_path / "b" / "raw").exists()  # refused before the profiler started
+    finally:
+        dist.destroy_process_group()

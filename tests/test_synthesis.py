@@ -124,6 +124,7 @@ def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
     (lambda: Plan("fsdp", precision="fp4"), "precision `fp4` unknown"),
     (lambda: Plan("zero9"), "parallel `zero9` is not supported"),
     (lambda: get_model("llama-9000"), "unknown model `llama-9000`"),
+    (lambda: get_model(None), "model = None: expected a zoo model name (llama3-8b"),
 ])
 def test_bad_model_configs_name_the_constraint(make, needle):
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):

@@ -298,11 +298,32 @@ NET4 = {"topology": ["Switch"], "npus_count": [4], "bandwidth": [100], "latency"
     ({"all-reduce-implementation": ["ringy"]}, r"all-reduce-implementation: unknown collective algorithm 'ringy'; expected one of: ring, direct"),
     ({"all-reduce-implementation-custom": ["x"]}, r"custom collective ETs .* are not supported"),
     ({"model-shared-bus": 1}, r"LogGP shared bus is not modelled"),
+    # Non-finite and out-of-range numbers are named here, not by the Rust JSON reader.
+    ({"endpoint-delay": float("nan")}, r"key 'endpoint-delay' = nan: expected a finite number <= 1e\+11"),
+    ({"endpoint-delay": 1e17}, r"key 'endpoint-delay' = 1e\+17: expected a finite number <= 1e\+11"),
+    ({"local-mem-bw": float("inf")}, r"key 'local-mem-bw' = inf: expected a finite number$"),
+    ({"preferred-dataset-splits": 2**40}, r"key 'preferred-dataset-splits' = 1099511627776: expected a finite number <= 4294967295"),
+    ({1: 2}, r"key 1: expected a string naming an ASTRA-sim system key"),
 ])
 def test_bad_system_config(tmp_path, change, message):
     wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
     with pytest.raises(ConfigError, match=message):
         simulate(wl, {**BARE_SYSTEM, **change}, NET4)
+
+
+@pytest.mark.parametrize("args,field", [
+    ((None, BARE_SYSTEM, NET4), "workload"),
+    (("WL", [1], NET4), "system"),
+    (("WL", BARE_SYSTEM, ["Switch"]), "network"),
+])
+def test_arguments_of_the_wrong_kind_are_named(tmp_path, args, field):
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    args = tuple(wl if a == "WL" else a for a in args)
+    with pytest.raises(ConfigError, match=rf"^{field} = .*: expected a file path or ") as e:
+        simulate(*args)
+    assert e.value.field == field
+    with pytest.raises(ConfigError, match=r"^memory = \{'memory-type'.*: expected a file path or a RemoteMemory") as e:
+        simulate(wl, BARE_SYSTEM, NET4, memory={"memory-type": "NO_MEMORY_EXPANSION"})
 
 
 def test_missing_required_system_key_and_files(tmp_path):
@@ -324,7 +345,12 @@ def test_missing_required_system_key_and_files(tmp_path):
     ({**NET4, "bandwidth": [100, 50]}, r"key 'bandwidth' has 2 entries but 'topology' has 1 dimensions"),
     ({**NET4, "topology": ["Torus"]}, r"topology\[0\] = 'Torus': expected one of Ring, FullyConnected, Switch"),
     ({**NET4, "npus_count": [8]}, r"the network has 8 NPUs \(8\) but the workload has 4 ranks"),
-    ({**NET4, "bandwidth": [-1]}, r"bandwidth\[0\] = -1: expected a positive number \(GB/s\)"),
+    ({**NET4, "bandwidth": [-1]}, r"bandwidth\[0\] = -1: expected a number of GB/s in 0.001..1e\+06"),
+    # NaN used to reach the Rust reader as a bare `NaN` token ("expected value at line 1 column 84");
+    # 1e300 GB/s made the flow model report a deadlock.
+    ({**NET4, "bandwidth": [float("nan")]}, r"bandwidth\[0\] = nan: expected a number of GB/s in 0.001..1e\+06"),
+    ({**NET4, "bandwidth": [1e300]}, r"bandwidth\[0\] = 1e\+300: expected a number of GB/s in 0.001..1e\+06"),
+    ({**NET4, "latency": [float("inf")]}, r"latency\[0\] = inf: expected a number of ns in 0..1e\+11"),
 ])
 def test_bad_network_config(tmp_path, net, message):
     wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
@@ -538,17 +564,39 @@ def test_a_node_type_chakra_does_not_define_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["analytical:astra-unaware", "analytical:astra-aware", "analytical:flow"])
-@pytest.mark.parametrize("change", [{"latency": [1e300]}, {"bandwidth": [1e-300]}])
-def test_times_past_the_picosecond_clock_are_refused_not_wrapped(tmp_path, backend, change):
-    # These used to saturate to u64 and report 2,224 ns (unaware/aware) or 36,460 ns (flow)
-    # for a 1 MiB all-reduce on 8 NPUs. The bound: 2 links of the switch x (latency + one
-    # ring step's 1 MiB / 8 = 131,072 B / bandwidth), against 2^62 ps.
-    wl = write_microbenchmark(tmp_path, 8, "all_reduce", 1 << 20)
-    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50], "latency": [500], **change}
-    lat, bw = net["latency"][0], net["bandwidth"][0] * 2**30 / 1e9
-    seconds = f"{2 * (lat + 131072 / bw) / 1e9:.3e}".replace("e+", "e")  # as Rust prints it
-    with pytest.raises(SimulationError, match=rf"a message of 131072 B could take up to {seconds} s .* past the simulators' picosecond clock"):
+def test_times_past_the_picosecond_clock_are_refused_not_wrapped(tmp_path, backend):
+    # Network times that saturated u64 used to report 2,224 ns (unaware/aware) or 36,460 ns
+    # (flow) for a 1 MiB all-reduce. With bandwidth and latency now bounded, a huge message
+    # still passes the clock: 2^50 B on 8 NPUs, one ring step's 2^47 B over the switch's
+    # 2 links at 1e-3 GB/s, against 2^62 ps.
+    wl = write_microbenchmark(tmp_path, 8, "all_reduce", 1 << 50)
+    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [1e-3], "latency": [500]}
+    bw = 1e-3 * 2**30 / 1e9
+    seconds = re.sub(r"e\+0*", "e", f"{2 * (500 + 2**47 / bw) / 1e9:.3e}")  # as Rust prints it
+    with pytest.raises(SimulationError, match=rf"a message of {2**47} B could take up to {seconds} s .* past the simulators' picosecond clock"):
         simulate(wl, BARE_SYSTEM, net, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["analytical:astra-unaware", "analytical:flow"])
+def test_system_layer_times_past_the_clock_are_named(tmp_path, backend):
+    # A local reduction at 1e-300 GB/s used to saturate and wrap: 90,676 ns for a 92,440 ns
+    # all-reduce. 1 MiB / 8 = 131,072 B per ring step: 3 passes of 1.311e305 ns.
+    wl = write_microbenchmark(tmp_path / "ar", 8, "all_reduce", 1 << 20)
+    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50], "latency": [500]}
+    with pytest.raises(ConfigError, match=r"^<system config>: system config `local-mem-bw`: a local reduction of 131072 B "
+                       r"at 1e-300 GB/s takes 3\.932e296 s, past the picosecond clock") as e:
+        simulate(wl, {**BARE_SYSTEM, "local-mem-bw": 1e-300}, net, backend=backend)
+    assert e.value.field == "local-mem-bw"
+    # One compute node longer than the clock is named with its field; two that only pass it
+    # together end the run at the second one's finish: 2 x 2.4e12 us = 4.8e6 s > 2^62 ps.
+    wl = _write_ranks(tmp_path / "long", [[_comp(0, 5 * 10**12)]] + [[_comp(0, 1)]] * 3)
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('comp0'\): duration_micros gives 5\.000e\+06 s, past") as e:
+        simulate(wl, BARE_SYSTEM, NET4, backend=backend)
+    assert e.value.field == "duration_micros"
+    wl = _write_ranks(tmp_path / "sum", [[_comp(0, 24 * 10**11), _comp(1, 24 * 10**11, [0])]] + [[_comp(0, 1)]] * 3)
+    with pytest.raises(SimulationError, match=r"t\.0\.et: node 1 finishes at 4\.800e6 s, past the picosecond clock") as e:
+        simulate(wl, BARE_SYSTEM, NET4, backend=backend)
+    assert e.value.kind == "clock"
 
 
 def test_memory_nodes_need_remote_memory(tmp_path):

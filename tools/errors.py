@@ -84,13 +84,41 @@ class SimulationError(TracefabricError, RuntimeError):
         self.kind = kind
 
 
-def from_system(err: Exception) -> TracefabricError:
-    """Map the system layer's SystemError(variant, message) to its Python class: bad
-    workloads and configs are ConfigErrors, deadlocks and backend failures SimulationErrors."""
+def from_system(err: Exception, system_path: str = "") -> TracefabricError:
+    """Map the system layer's SystemError(variant, message[, field]) to its Python class: bad
+    workloads and configs are ConfigErrors (a config one names the system file and its key),
+    deadlocks, clock overruns and backend failures SimulationErrors."""
     variant, message = err.args[0], err.args[1]
-    if variant in ("Config", "Workload"):
-        return ConfigError(message, variant.lower())
+    field = err.args[2] if len(err.args) > 2 else ""
+    if variant == "Config":
+        return ConfigError(f"{system_path}: {message}" if field and system_path else message, field or "config")
+    if variant == "Workload":
+        return ConfigError(message, "workload")
     return SimulationError(message, variant.lower())
+
+
+class DuplicateKeyError(ValueError):
+    """One object of a JSON or YAML file names a key twice (the parsers keep the last one
+    silently, so a study would run on a value its author may not have meant)."""
+
+    def __init__(self, key: Any, line: int | None = None) -> None:
+        where = f" (line {line})" if line else ""
+        super().__init__(f"key {key!r} appears twice in one object{where}")
+        self.key, self.line = key, line
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def loads_json(text: str) -> Any:
+    """`json.loads`, refusing a key given twice in one object (DuplicateKeyError)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)
 
 
 def load_json(path: str | Path, field: str, what: str = "") -> Any:
@@ -99,8 +127,10 @@ def load_json(path: str | Path, field: str, what: str = "") -> Any:
     if not path.is_file():
         raise ConfigError(f"{path}: {what + ' ' if what else ''}file not found", field)
     try:
-        return json.loads(path.read_text())
+        return loads_json(path.read_text())
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON ({e})", field) from None
+    except DuplicateKeyError as e:
+        raise ConfigError(f"{path}: {e}", str(e.key)) from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", field) from None

@@ -25,6 +25,7 @@ from .errors import ConfigError, SimulationError, from_engine, from_system
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
 BACKENDS = ("analytical:astra-unaware", "analytical:astra-aware", "analytical:flow", "packet")
+SCHEME_OPTIONS = ("scheme", "lb", "cc", "loss", "lb_params", "cc_params", "loss_params")
 
 
 @dataclass
@@ -57,11 +58,19 @@ class IterationResults:
         return out
 
 
+def _need_path(value: Any, name: str, alternatives: str) -> None:
+    """A ConfigError for an argument that is none of the kinds `simulate` takes (a list,
+    None, ...), instead of a TypeError from deep inside pathlib."""
+    if not isinstance(value, (str, Path)):
+        raise ConfigError(f"{name} = {value!r:.80}: expected a file path or {alternatives}", name)
+
+
 def _network(network: str | Path | dict[str, Any] | AstraNetwork | PacketFabric) -> AstraNetwork | PacketFabric:
     if isinstance(network, (AstraNetwork, PacketFabric)):
         return network
     if isinstance(network, dict):
         return check_network(network)
+    _need_path(network, "network", "a dict of network keys")
     return read_network(network)
 
 
@@ -70,6 +79,7 @@ def _system(system: str | Path | dict[str, Any] | SystemConfig) -> SystemConfig:
         return system
     if isinstance(system, dict):
         return check_system(system)
+    _need_path(system, "system", "a dict of ASTRA-sim system keys")
     return read_system(system)
 
 
@@ -90,10 +100,13 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
     if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
-    if ranks > net.hosts:
+    unknown = sorted(set(scheme) - set(SCHEME_OPTIONS))
+    if unknown:
+        raise ConfigError(f"unknown scheme option {unknown[0]!r}; expected one of: {', '.join(SCHEME_OPTIONS)}", unknown[0])
+    if net.hosts and ranks > net.hosts:
         raise ConfigError(f"{net.path}: the fabric has {net.hosts} hosts but the workload has {ranks} ranks", "topology")
     from .network_backends.packet import build_config
-    cfg = build_config(net.config["topology"], "permutation:size=1", seed=int(net.config.get("seed", 0)),
+    cfg = build_config(net.config["topology"], "permutation:size=1", seed=net.config.get("seed", 0),
                        link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
                        limits=net.config.get("limits"), **scheme)
     cfg.pop("traffic")
@@ -114,14 +127,20 @@ def simulate(
     name, `lb`, `cc`, `loss` and their `*_params`) for the packet backend."""
     sys_cfg = _system(system)
     net = _network(network)
+    if memory is not None and not isinstance(memory, RemoteMemory):
+        _need_path(memory, "memory", "a RemoteMemory")
     mem = memory if isinstance(memory, RemoteMemory) else read_memory(memory)
+    if not isinstance(workload, Workload):
+        _need_path(workload, "workload", "a Workload (an ET prefix or folder)")
+        if comm_groups is not None:
+            _need_path(comm_groups, "comm_groups", "None")
     w = workload if isinstance(workload, Workload) else read_workload(workload, comm_groups)
     spec, dims = backend_spec(backend, net, w.ranks, scheme)
     engine_system = sys_cfg.for_engine(dims, astra_blocks=backend.startswith("analytical:astra"))
     try:
         raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem)), json.dumps(engine_system), json.dumps(spec))
     except _core.SystemError as e:
-        raise from_system(e) from None
+        raise from_system(e, sys_cfg.path) from None
     except _core.EngineError as e:  # the packet fabric's own config checks
         raise from_engine(e) from None
     ranks = pd.DataFrame(raw["ranks"])

@@ -75,7 +75,7 @@ class TraceCapture:
     On leaving, every rank writes `records/rank<r>.json` (`records`, plus the process groups it
     belongs to) and rank 0 writes `capture.json` (`meta`, plus world, backend, device, steps,
     torch version and process groups), so `tracefabric trace convert OUT` takes the folder.
-    torch.distributed must be initialized.
+    torch.distributed must be initialized, and `rank` be this process's rank (else ConfigError).
     """
 
     def __init__(self, out: str | Path, rank: int, warmup: int = 1, steps: int = 1, cuda: bool = False,
@@ -91,8 +91,16 @@ class TraceCapture:
         self._prof = None
 
     def __enter__(self) -> TraceCapture:
+        import torch.distributed as dist
         from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
 
+        # Checked here, not after the steps ran: the metadata written on leaving needs both.
+        if not (dist.is_available() and dist.is_initialized()):
+            raise ConfigError("capture: torch.distributed is not initialized; call "
+                              "torch.distributed.init_process_group(...) before entering TraceCapture", "torch.distributed")
+        if self.rank != dist.get_rank():
+            raise ConfigError(f"capture: rank = {self.rank}, but this process is rank {dist.get_rank()} of "
+                              f"{dist.get_world_size()} in torch.distributed", "rank")
         self._unpatch = _annotate_groups()
 
         self.host_path.parent.mkdir(parents=True, exist_ok=True)

@@ -146,10 +146,12 @@ ZOO: dict[str, ModelSpec] = {m.name: m for m in [
 ]}
 
 
-def get_model(name: str) -> ModelSpec:
+def get_model(name: str | Path) -> ModelSpec:
     """A zoo model by name, or a Hugging Face `config.json` path."""
-    if name in ZOO:
+    if isinstance(name, str) and name in ZOO:
         return ZOO[name]
+    if not isinstance(name, (str, Path)):
+        raise ConfigError(f"model = {name!r}: expected a zoo model name ({', '.join(ZOO)}) or a config.json path", "model")
     path = Path(name)
     if path.suffix == ".json":
         return from_hf_config(path)

@@ -23,6 +23,10 @@ pub enum SystemError {
     #[error("deadlock: {message}")]
     Deadlock { message: String },
 
+    /// Simulated time would pass the picosecond clock's range (an input out of scale).
+    #[error("clock: {message}")]
+    Clock { message: String },
+
     /// The network backend refused a flow or failed.
     #[error("network backend: {0}")]
     Network(String),

@@ -14,7 +14,7 @@
 
 use crate::error::{SystemError, SystemResult};
 use crate::report::{CollectiveRecord, RankStats, SystemReport};
-use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, Policy, SystemConfig};
+use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, Policy, SystemConfig, CLOCK_LIMIT_PS};
 use crate::workload::{check_and_match, group_label, Matched, NodeKind, WorkloadInput, NONE};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -366,11 +366,17 @@ impl Executor<'_> {
                 .map_err(SystemError::Network)?
             {
                 Some((t, id)) => {
+                    if t >= CLOCK_LIMIT_PS {
+                        return Err(self.clock_error(t, "a flow completes"));
+                    }
                     self.now = t;
                     self.on_flow_done(t, id)?;
                 }
                 None => match self.timers.pop() {
                     Some(Reverse((t, _, timer))) => {
+                        if t >= CLOCK_LIMIT_PS {
+                            return Err(self.timer_clock_error(t, timer));
+                        }
                         self.now = t;
                         match timer {
                             Timer::NodeDone(r, i) => {
@@ -408,7 +414,7 @@ impl Executor<'_> {
                 self.ranks[r as usize].compute_ready.push(Reverse(i));
                 self.start_compute(r);
             }
-            NodeKind::Memory => self.timer(at + node.duration_ps, Timer::NodeDone(r, i)),
+            NodeKind::Memory => self.timer(at.saturating_add(node.duration_ps), Timer::NodeDone(r, i)),
             NodeKind::Instant => self.node_done(r, i, at),
             NodeKind::Collective => {
                 let k = self.m.link[r as usize][i as usize];
@@ -460,9 +466,9 @@ impl Executor<'_> {
         if let Some(Reverse(i)) = rank.compute_ready.pop() {
             rank.computing = true;
             let d = self.w.ranks[r as usize].nodes[i as usize].duration_ps;
-            rank.compute_ps += d;
+            rank.compute_ps = rank.compute_ps.saturating_add(d);
             let at = self.now.max(rank.issued_at[i as usize]);
-            self.timer(at + d, Timer::NodeDone(r, i));
+            self.timer(at.saturating_add(d), Timer::NodeDone(r, i));
         }
     }
 
@@ -631,6 +637,9 @@ impl Executor<'_> {
     }
 
     fn start_transfer(&mut self, s: u32, local: u64, at: Ps) -> SystemResult<()> {
+        if at >= CLOCK_LIMIT_PS {
+            return Err(self.clock_error(at, &format!("a transfer of {} starts", self.stream_label(s))));
+        }
         let st = self.streams[s as usize].as_ref().expect("live stream");
         let phase = &st.phases[st.phase];
         let (g, ti) = split(local, st.len, phase.subgroups.len());
@@ -651,7 +660,7 @@ impl Executor<'_> {
             let k = (id - self.ids.p2p_base) as usize;
             let p = self.m.p2p[k];
             self.node_done(p.src, p.send_node, t);
-            let ready = t + self.cfg.endpoint_delay_ps;
+            let ready = t.saturating_add(self.cfg.endpoint_delay_ps);
             self.pairs[k].arrived = Some(ready);
             if self.pairs[k].recv_issued {
                 let issued = self.ranks[p.dst as usize].issued_at[p.recv_node as usize];
@@ -684,11 +693,13 @@ impl Executor<'_> {
             let (sub, ti) = split(local, len, phase.subgroups.len());
             let tr = phase.dag.transfer(ti);
             reduce_time = if tr.reduce {
-                self.cfg.reduce_time_ps(tr.bytes)
+                self.cfg.reduce_time_ps(tr.bytes)?
             } else {
                 0
             };
-            ready = t + self.cfg.endpoint_delay_ps + reduce_time;
+            ready = t
+                .saturating_add(self.cfg.endpoint_delay_ps)
+                .saturating_add(reduce_time);
             st.last_ready = st.last_ready.max(ready);
             st.left -= 1;
             phase.dag.for_each_successor(ti, &mut |j| next.push(j));
@@ -815,6 +826,38 @@ impl Executor<'_> {
             flows: self.flows,
             network_counters: self.net.counters(),
         })
+    }
+
+    /// "all_reduce on group `world`": the collective a stream belongs to.
+    fn stream_label(&self, s: u32) -> String {
+        let st = self.streams[s as usize].as_ref().expect("live stream");
+        let inst = &self.m.instances[st.inst as usize];
+        format!("{} on group {}", inst.kind.name(), group_label(self.w, inst.group))
+    }
+
+    fn timer_clock_error(&self, t: Ps, timer: Timer) -> SystemError {
+        let what = match timer {
+            Timer::NodeDone(r, i) => format!(
+                "{}: node {} finishes",
+                self.w.ranks[r as usize].file, self.w.ranks[r as usize].nodes[i as usize].id
+            ),
+            Timer::PhaseDone(s) => format!("a phase of {} ends", self.stream_label(s)),
+        };
+        self.clock_error(t, &what)
+    }
+
+    fn clock_error(&self, t: Ps, what: &str) -> SystemError {
+        let when = if t == Ps::MAX {
+            "beyond".to_string()
+        } else {
+            format!("at {:.3e} s,", t as f64 / 1e12)
+        };
+        SystemError::Clock {
+            message: format!(
+                "{what} {when} past the picosecond clock (2^62 ps, 53 days): a duration, \
+                 delay or size in the inputs is out of scale"
+            ),
+        }
     }
 
     fn deadlock(&self, r: u32) -> SystemError {

@@ -8,6 +8,10 @@ use crate::dag::{Blocks, Dag};
 use crate::error::{SystemError, SystemResult};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use tracefabric_netapi::Ps;
+
+/// Simulated times stay below 2^62 ps (53 days), so the sum of any two never wraps.
+pub const CLOCK_LIMIT_PS: Ps = 1 << 62;
 
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -41,11 +45,25 @@ pub struct SystemConfig {
 }
 
 impl SystemConfig {
-    pub fn reduce_time_ps(&self, bytes: u64) -> u64 {
+    /// The local reduction of `bytes`, or an error naming `local-mem-bw` when it would
+    /// pass the clock limit (instead of a saturated, wrapped time).
+    pub fn reduce_time_ps(&self, bytes: u64) -> SystemResult<u64> {
         if self.local_mem_bw_bytes_per_ns <= 0.0 {
-            return 0;
+            return Ok(0);
         }
-        3 * (bytes as f64 / self.local_mem_bw_bytes_per_ns).floor() as u64 * 1_000
+        let ns = (bytes as f64 / self.local_mem_bw_bytes_per_ns).floor();
+        if ns < (CLOCK_LIMIT_PS / 3_000) as f64 {
+            return Ok(3 * ns as u64 * 1_000);
+        }
+        Err(SystemError::Config {
+            field: "local-mem-bw".into(),
+            message: format!(
+                "a local reduction of {bytes} B at {:e} GB/s takes {:.3e} s, past the picosecond \
+                 clock (2^62 ps, 53 days)",
+                self.local_mem_bw_bytes_per_ns,
+                3.0 * ns / 1e9
+            ),
+        })
     }
 
     fn algorithm(&self, kind: CollectiveKind, dim: usize) -> SystemResult<&'static dyn Algorithm> {
@@ -279,7 +297,20 @@ mod tests {
     #[test]
     fn reduction_time_is_three_floored_memory_passes() {
         // 131072 B at 1600 B/ns: floor(81.92) = 81 ns per pass.
-        assert_eq!(cfg(1).reduce_time_ps(131_072), 243_000);
+        assert_eq!(cfg(1).reduce_time_ps(131_072), Ok(243_000));
+    }
+
+    #[test]
+    fn reduction_past_the_clock_names_local_mem_bw() {
+        let mut c = cfg(1);
+        c.local_mem_bw_bytes_per_ns = 1e-300;
+        match c.reduce_time_ps(1) {
+            Err(SystemError::Config { field, .. }) => assert_eq!(field, "local-mem-bw"),
+            other => panic!("expected a local-mem-bw error, got {other:?}"),
+        }
+        // 2^62 ps / 3 passes is 1.537e15 ns: one byte per ns stays below it.
+        c.local_mem_bw_bytes_per_ns = 1.0;
+        assert_eq!(c.reduce_time_ps(1 << 40), Ok(3 * (1 << 40) * 1_000));
     }
 
     #[test]

@@ -15,12 +15,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...errors import TrafficFileError
+from ...errors import DuplicateKeyError, TrafficFileError, loads_json
 
 _FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
 
 
 FLOW_KEYS = ("src", "dst", "bytes", "start_us", "start_ps")
+# Largest value of each field the engine takes (host ids are u32; times stay below the
+# 2^62 ps clock): beyond them a file is refused here, by line, not by the engine's reader.
+FIELD_MAX = {"src": 2**32 - 1, "dst": 2**32 - 1, "bytes": 2**63, "start_ps": 2**62 - 1}
+MAX_START_US = FIELD_MAX["start_ps"] // 10**6
 
 
 def read_traffic_file(path: str | Path) -> dict[str, Any]:
@@ -52,9 +56,11 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
         return _from_rows(_csv_rows(p), str(p))
     if suffix == ".json":
         try:
-            data = json.loads(p.read_text())
+            data = loads_json(p.read_text())
         except json.JSONDecodeError as e:
             raise TrafficFileError(f"not valid JSON ({e.msg})", str(p), e.lineno, "json") from None
+        except DuplicateKeyError as e:
+            raise TrafficFileError(str(e), str(p), None, str(e.key)) from None
         rows = data.get("flows") if isinstance(data, dict) else data
         if not isinstance(rows, list):
             raise TrafficFileError("expected a list of flows or {\"flows\": [...]}", str(p), None, "flows")
@@ -67,7 +73,11 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
 def _csv_rows(p: Path) -> list[tuple[int, dict[str, Any]]]:
     with p.open(newline="") as fh:
         reader = csv.DictReader(fh)
-        missing = {"src", "dst", "bytes"} - set(reader.fieldnames or [])
+        columns = reader.fieldnames or []
+        twice = sorted({c for c in columns if columns.count(c) > 1})
+        if twice:
+            raise TrafficFileError(f"column {twice[0]!r} appears twice in the header", str(p), 1, twice[0])
+        missing = {"src", "dst", "bytes"} - set(columns)
         if missing:
             raise TrafficFileError(f"missing column(s) {', '.join(sorted(missing))} (expected src,dst,bytes[,start_us])", str(p), 1, sorted(missing)[0])
         return [(reader.line_num, row) for row in reader]
@@ -83,9 +93,9 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
         if unknown:
             raise TrafficFileError(f"unknown field {unknown[0]!r} (expected {', '.join(FLOW_KEYS)})", path, line, str(unknown[0]))
         for key in ("src", "dst", "bytes"):
-            out[key].append(_nonneg_int(row.get(key), path, line, key))
+            out[key].append(_nonneg_int(row.get(key), path, line, key, FIELD_MAX[key]))
         if row.get("start_ps") not in (None, ""):
-            out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps"))
+            out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps", FIELD_MAX["start_ps"]))
         else:
             us = row.get("start_us")
             try:
@@ -94,19 +104,21 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
                 raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us") from None
             if not (math.isfinite(start) and start >= 0):
                 raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {us!r}", path, line, "start_us")
+            if start * 1e6 > FIELD_MAX["start_ps"]:
+                raise TrafficFileError(f"field `start_us` must be at most {MAX_START_US} (2^62 ps), got {us!r}", path, line, "start_us")
             out["start_ps"].append(round(start * 1e6))
     if not out["src"]:
         raise TrafficFileError("no flows in file", path, None, "flows")
     return {"kind": "flows", **out}, [line for line, _ in rows]
 
 
-def _nonneg_int(value: Any, path: str, line: int, field: str) -> int:
+def _nonneg_int(value: Any, path: str, line: int, field: str, limit: int) -> int:
     try:
         v = int(str(value).strip())
     except (TypeError, ValueError):
         raise TrafficFileError(f"field `{field}` must be a non-negative integer, got {value!r}", path, line, field) from None
-    if v < 0:
-        raise TrafficFileError(f"field `{field}` must be >= 0, got {v}", path, line, field)
+    if not 0 <= v <= limit:
+        raise TrafficFileError(f"field `{field}` must be in 0..{limit}, got {v}", path, line, field)
     return v
 
 
@@ -143,19 +155,22 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
             raise TrafficFileError(f"expected `SRC->DST id ID start US size BYTES`, got {line!r}", p, line_no, "flow")
         tokens = m.group(3).split()
         fields = dict(zip(tokens[::2], tokens[1::2]))
+        if len(fields) < len(tokens) // 2:
+            key = next(k for k in tokens[::2] if tokens[::2].count(k) > 1)
+            raise TrafficFileError(f"token `{key}` appears twice", p, line_no, key)
         for key in fields:
             if key not in ("id", "start", "size"):
                 raise TrafficFileError(f"token `{key}` is not supported (only id, start, size)", p, line_no, key)
         for key in ("start", "size"):
             if key not in fields:
                 raise TrafficFileError(f"flow has no `{key}`", p, line_no, key)
-        src, dst = int(m.group(1)), int(m.group(2))
+        src, dst = (_nonneg_int(m.group(i), p, line_no, key, FIELD_MAX[key]) for i, key in ((1, "src"), (2, "dst")))
         if nodes is not None and (src >= nodes or dst >= nodes):
             raise TrafficFileError(f"host {max(src, dst)} is outside `Nodes {nodes}`", p, line_no, "Nodes")
         out["src"].append(src)
         out["dst"].append(dst)
-        out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size"))
-        out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start") * 1_000_000)
+        out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size", FIELD_MAX["bytes"]))
+        out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start", MAX_START_US) * 1_000_000)
         lines.append(line_no)
     if connections is not None and connections != len(out["src"]):
         raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")

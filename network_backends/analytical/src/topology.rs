@@ -42,6 +42,11 @@ pub struct AstraTopology {
     worst_ns_per_byte: f64,
 }
 
+/// Accepted bandwidth and latency per dimension (as the packet engine's link rate and
+/// latency): beyond them the rate arithmetic and the picosecond clock lose meaning.
+pub const BANDWIDTH_GBS: std::ops::RangeInclusive<f64> = 1e-3..=1e6;
+pub const LATENCY_NS: std::ops::RangeInclusive<f64> = 0.0..=1e11;
+
 impl AstraTopology {
     pub fn new(dims: Vec<DimSpec>) -> Result<AstraTopology, String> {
         if dims.is_empty() {
@@ -56,15 +61,15 @@ impl AstraTopology {
                     spec.npus
                 ));
             }
-            if !(spec.bandwidth_gbps > 0.0) || !spec.bandwidth_gbps.is_finite() {
+            if !BANDWIDTH_GBS.contains(&spec.bandwidth_gbps) {
                 return Err(format!(
-                    "bandwidth[{d}] = {}: expected a positive number of GB/s",
+                    "bandwidth[{d}] = {}: expected a number of GB/s in {BANDWIDTH_GBS:?}",
                     spec.bandwidth_gbps
                 ));
             }
-            if !(spec.latency_ns >= 0.0) || !spec.latency_ns.is_finite() {
+            if !LATENCY_NS.contains(&spec.latency_ns) {
                 return Err(format!(
-                    "latency[{d}] = {}: expected a non-negative number of ns",
+                    "latency[{d}] = {}: expected a number of ns in {LATENCY_NS:?}",
                     spec.latency_ns
                 ));
             }

@@ -187,6 +187,27 @@ impl Default for LimitsConfig {
 fn one_u32() -> u32 {
     1
 }
+
+/// The key of a `kind`-tagged section that caused `message`. Serde buffers such a section
+/// before choosing the variant, so the error path stops at the section. With only `kind` and
+/// one key, a bad value gives the same error (missing fields are reported after the keys),
+/// and a good one a different error or none.
+fn key_in_tagged<T: serde::de::DeserializeOwned>(
+    text: &str,
+    section: &str,
+    message: &str,
+) -> Option<String> {
+    let root: serde_json::Value = serde_json::from_str(text).ok()?;
+    let map = root.get(section)?.as_object()?;
+    let kind = map.get("kind")?;
+    map.iter().filter(|(k, _)| *k != "kind").find_map(|(k, v)| {
+        let alone = serde_json::json!({ "kind": kind, k.as_str(): v });
+        match serde_json::from_value::<T>(alone) {
+            Err(e) if e.to_string() == message => Some(k.clone()),
+            _ => None,
+        }
+    })
+}
 impl SimConfig {
     pub fn from_json(text: &str) -> SimResult<SimConfig> {
         // The path names the offending key (`link.bogus`), not just the whole config.
@@ -203,7 +224,15 @@ impl SimConfig {
             let place = format!(" at line {} column {}", inner.line(), inner.column());
             let message = inner.to_string();
             let message = message.strip_suffix(&place).unwrap_or(&message);
-            config_err(&field, message)
+            let key = match field.as_str() {
+                "topology" => key_in_tagged::<TopologyConfig>(text, &field, message),
+                "traffic" => key_in_tagged::<TrafficConfig>(text, &field, message),
+                _ => None,
+            };
+            match key {
+                Some(key) => config_err(&format!("{field}.{key}"), message),
+                None => config_err(&field, message),
+            }
         })?;
         de.end().map_err(|e| config_err("config", e.to_string()))?;
         cfg.validate()?;

@@ -221,9 +221,14 @@ fn system_err(e: tracefabric_collectives::SystemError) -> PyErr {
         tracefabric_collectives::SystemError::Workload { .. } => "Workload",
         tracefabric_collectives::SystemError::Config { .. } => "Config",
         tracefabric_collectives::SystemError::Deadlock { .. } => "Deadlock",
+        tracefabric_collectives::SystemError::Clock { .. } => "Clock",
         tracefabric_collectives::SystemError::Network(_) => "Network",
     };
-    SystemError::new_err((variant.to_string(), e.to_string()))
+    let field = match &e {
+        tracefabric_collectives::SystemError::Config { field, .. } => field.clone(),
+        _ => String::new(),
+    };
+    SystemError::new_err((variant.to_string(), e.to_string(), field))
 }
 
 fn bad_input(what: &str, e: impl std::fmt::Display) -> PyErr {
