@@ -414,7 +414,9 @@ impl Executor<'_> {
                 self.ranks[r as usize].compute_ready.push(Reverse(i));
                 self.start_compute(r);
             }
-            NodeKind::Memory => self.timer(at.saturating_add(node.duration_ps), Timer::NodeDone(r, i)),
+            NodeKind::Memory => {
+                self.timer(at.saturating_add(node.duration_ps), Timer::NodeDone(r, i))
+            }
             NodeKind::Instant => self.node_done(r, i, at),
             NodeKind::Collective => {
                 let k = self.m.link[r as usize][i as usize];
@@ -638,7 +640,10 @@ impl Executor<'_> {
 
     fn start_transfer(&mut self, s: u32, local: u64, at: Ps) -> SystemResult<()> {
         if at >= CLOCK_LIMIT_PS {
-            return Err(self.clock_error(at, &format!("a transfer of {} starts", self.stream_label(s))));
+            return Err(self.clock_error(
+                at,
+                &format!("a transfer of {} starts", self.stream_label(s)),
+            ));
         }
         let st = self.streams[s as usize].as_ref().expect("live stream");
         let phase = &st.phases[st.phase];
@@ -832,7 +837,11 @@ impl Executor<'_> {
     fn stream_label(&self, s: u32) -> String {
         let st = self.streams[s as usize].as_ref().expect("live stream");
         let inst = &self.m.instances[st.inst as usize];
-        format!("{} on group {}", inst.kind.name(), group_label(self.w, inst.group))
+        format!(
+            "{} on group {}",
+            inst.kind.name(),
+            group_label(self.w, inst.group)
+        )
     }
 
     fn timer_clock_error(&self, t: Ps, timer: Timer) -> SystemError {
