@@ -200,13 +200,10 @@ impl<'a> Prepared<'a> {
         } = self;
         let n = w.ranks.len() as u32;
         if net.endpoints() < n {
-            return Err(SystemError::Config {
-                field: "network".into(),
-                message: format!(
-                    "the network connects {} NPUs but the workload has {n} ranks",
-                    net.endpoints()
-                ),
-            });
+            return Err(SystemError::Network(format!(
+                "the network connects {} NPUs but the workload has {n} ranks",
+                net.endpoints()
+            )));
         }
         let ex = Executor {
             ranks: w.ranks.iter().map(rank_rt).collect(),
