@@ -53,8 +53,9 @@ SYSTEM_KEYS: dict[str, tuple[tuple[type, ...], Any, str]] = {
 SYSTEM_KEYS_WITHOUT_EFFECT = ["local-reduction-delay", "boost-mode", "L", "o", "g", "G", "trace-enabled",
                               "track-local-mem", "local-mem-trace-filename", "intra-dimension-scheduling",
                               "inter-dimension-scheduling"]
-# Upper limits where the system layer's integers end (u32) or its clock would (ns).
-SYSTEM_KEY_MAX = {"preferred-dataset-splits": 2**32 - 1, "active-chunks-per-dimension": 2**32 - 1,
+# Upper limits: where the system layer's integers end (u32), its clock would (ns), or the
+# chunks of one collective would fill memory (each is a DAG of flows; ASTRA-sim uses 1-64).
+SYSTEM_KEY_MAX = {"preferred-dataset-splits": 2**16, "active-chunks-per-dimension": 2**32 - 1,
                   "endpoint-delay": 1e11}
 IMPLEMENTATION_KEYS = ["all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
                        "all-to-all-implementation", "broadcast-implementation"]
@@ -277,6 +278,23 @@ def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+# YAML 1.1 reads `5e1` (no dot) as a string; ASTRA-sim's yaml-cpp, and users, take it as 50.0.
+_UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                                       list("-+0123456789"))
+
+
+def _non_json_value(x: Any, where: str = "") -> tuple[str, Any] | None:
+    """(key path, value) of the first value JSON cannot carry (a YAML date, binary, set, ...)."""
+    if isinstance(x, dict):
+        items = x.items()
+    elif isinstance(x, list):
+        items = enumerate(x)
+    else:
+        return None if x is None or isinstance(x, (str, int, float, bool)) else (where, x)
+    for k, v in items:
+        if found := _non_json_value(v, f"{where}.{k}" if where else str(k)):
+            return found
+    return None
 
 
 def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
@@ -291,6 +309,9 @@ def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})", "network") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", "network") from None
+    if bad := _non_json_value(raw):
+        raise ConfigError(f"{path}: {bad[0]} = {bad[1]!r}: a YAML {type(bad[1]).__name__}, expected a number, "
+                          "string, list or mapping (quote it for a string)", bad[0])
     return check_network(raw, str(path))
 
 

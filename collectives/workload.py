@@ -113,6 +113,8 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if bad := group_problem(pg, w.groups):
                     raise ConfigError(f"{where}: {bad}", "pg_name")
                 group = index[pg] if pg in w.groups else 0
+                if "comm_size" not in a:  # as `trace validate` refuses it: 0 bytes would be a guess
+                    raise ConfigError(f"{where}: collective without attribute 'comm_size'", "comm_size")
                 size = _int_attr(a, "comm_size", where)
                 if size < 0:
                     raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")

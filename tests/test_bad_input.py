@@ -362,3 +362,17 @@ def test_a_key_given_twice_is_refused_not_overwritten(tmp_path):
     with pytest.raises(ConfigError, match=r"comm_groups\.json: key '1' appears twice") as e:
         read_comm_groups(groups)
     assert e.value.field == "1"
+
+
+def test_network_yaml_reads_exponent_floats_and_names_values_json_cannot_carry(tmp_path):
+    from tracefabric.astra_configs.formats import read_network
+    net = tmp_path / "net.yml"
+    # YAML 1.1 reads `5e1` as a string; ASTRA-sim's yaml-cpp (and the user) mean 50.
+    net.write_text("topology: [Switch]\nnpus_count: [8]\nbandwidth: [5e1]\nlatency: [5E+2]\n")
+    n = read_network(net)
+    assert (n.bandwidth, n.latency) == ([50.0], [500.0])
+    # A date used to reach json.dumps as a TypeError traceback.
+    net.write_text("topology: {kind: fat_tree, k: 4}\nlink: {rate_gbps: 2024-01-01}\n")
+    with pytest.raises(ConfigError, match=r"net\.yml: link\.rate_gbps = datetime\.date\(2024, 1, 1\): a YAML date") as e:
+        read_network(net)
+    assert e.value.field == "link.rate_gbps"

@@ -291,6 +291,16 @@ def test_bad_capture_inputs_are_named(tmp_path):
         capture("no_colon", tmp_path, world=2)
     with pytest.raises(ConfigError, match="unknown workload 'bert'"):
         get_workload("bert")
+    # Each of these used to be a traceback, or was found only inside every spawned rank.
+    (tmp_path / "sys.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"sys\.json is not a \.py file"):
+        capture(f"{tmp_path}/sys.json:build", tmp_path, world=2)
+    with pytest.raises(ConfigError, match=r"cannot import module 'no_such_module_xyz'"):
+        capture("no_such_module_xyz:build", tmp_path, world=2)
+    with pytest.raises(ConfigError, match=r"world must be in 1\.\.256 local ranks \(got 1180591620717411303424\)"):
+        capture(get_workload("moe"), tmp_path, world=2**70)
+    with pytest.raises(ConfigError, match=r"need warmup >= 0 and steps >= 1 \(got warmup=1, steps=0\)"):
+        capture(get_workload("moe"), tmp_path, world=2, steps=0)
 
 
 # --- synthesis and rescaling tied to the captured runs (the synthesis issue's checks 2 and 5) ---
@@ -471,6 +481,10 @@ def test_rescale_pads_to_the_new_width_and_refuses_what_it_cannot_rescale(fsdp2,
     for bad in (0, 2.5, "4", True, 2**40):  # 2**40 ran out of memory; "4", 2.5 were TypeErrors
         with pytest.raises(RescaleError, match=r"ranks must be an integer in 1\.\.2\^24"):
             rescale(fsdp2, bad, tmp_path / "bad")
+    # Into its own folder it overwrote comm_groups.json and left the old traces beside the new.
+    with pytest.raises(RescaleError, match=r"is the input folder; its comm_groups\.json would be overwritten") as e:
+        rescale(fsdp2, 4, fsdp2)
+    assert e.value.field == "out"
 
 
 def test_a_failing_user_step_is_reported_with_its_error(tmp_path):
@@ -594,3 +608,16 @@ def test_trace_capture_refuses_to_start_without_torch_distributed_or_with_anothe
         assert not (tmp_path / "b" / "raw").exists()  # refused before the profiler started
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[]", r"expected a JSON object \(as `trace capture` writes it\), got list"),
+    ('{"world": "abc"}', r"field 'world' must be a rank count in 1\.\.131072 \(got 'abc'\)"),
+    ('{"world": 2.5}', r"field 'world' must be a rank count in 1\.\.131072 \(got 2\.5\)"),
+    ("{", r"not valid JSON"),
+    ('{"world": 2, "world": 4}', r"key 'world' appears twice"),
+])
+def test_a_corrupt_capture_json_is_named_not_a_traceback(tmp_path, text, message):
+    (tmp_path / "capture.json").write_text(text)
+    with pytest.raises(ConfigError, match=rf"capture\.json: {message}"):
+        convert(tmp_path)

@@ -123,6 +123,9 @@ def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
     (lambda: Plan("fsdp", world=12, gpus_per_server=8), "world (12) must be a multiple of gpus_per_server (8)"),
     (lambda: Plan("fsdp", precision="fp4"), "precision `fp4` unknown"),
     (lambda: Plan("zero9"), "parallel `zero9` is not supported"),
+    (lambda: Plan("fsdp", world=10**8, gpus_per_server=8), "`world`: at most 131072"),
+    (lambda: Plan("fsdp", world=8, pp=2, microbatches=10**8), "`microbatches`: at most 4096"),
+    (lambda: Plan("fsdp", world=8, gpus_per_server=-1), "gpus_per_server must be >= 1, got -1"),
     (lambda: get_model("llama-9000"), "unknown model `llama-9000`"),
     (lambda: get_model(None), "model = None: expected a zoo model name (llama3-8b"),
 ])
@@ -144,10 +147,15 @@ def test_hugging_face_config_missing_or_ill_typed_field(tmp_path):
     base = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128}
     path.write_text(json.dumps({**base, "num_key_value_heads": None}))
     assert from_hf_config(path).kv_heads == 4
-    for field, value in (("num_key_value_heads", 0), ("num_key_value_heads", "2"), ("num_experts_per_tok", 0)):
+    # 2^70 wide used to fail in the protobuf writer; 10^7 layers filled memory.
+    for field, value in (("num_key_value_heads", 0), ("num_key_value_heads", "2"), ("num_experts_per_tok", 0),
+                         ("hidden_size", 2**70)):
         path.write_text(json.dumps({**base, field: value}))
-        with pytest.raises(ConfigError, match=rf"field `{field}` must be an integer >= 1, got {value!r}"):
+        with pytest.raises(ConfigError, match=rf"field `{field}` must be an integer in 1\.\.16777216, got {value!r}"):
             from_hf_config(path)
+    path.write_text(json.dumps({**base, "num_hidden_layers": 10**7}))
+    with pytest.raises(ConfigError, match=r"layers \(10000000\) must be in 1\.\.4096"):
+        from_hf_config(path)
     path.write_text("[1]")
     with pytest.raises(ConfigError, match="expected a JSON object of model settings, got list"):
         from_hf_config(path)

@@ -302,7 +302,8 @@ NET4 = {"topology": ["Switch"], "npus_count": [4], "bandwidth": [100], "latency"
     ({"endpoint-delay": float("nan")}, r"key 'endpoint-delay' = nan: expected a finite number <= 1e\+11"),
     ({"endpoint-delay": 1e17}, r"key 'endpoint-delay' = 1e\+17: expected a finite number <= 1e\+11"),
     ({"local-mem-bw": float("inf")}, r"key 'local-mem-bw' = inf: expected a finite number$"),
-    ({"preferred-dataset-splits": 2**40}, r"key 'preferred-dataset-splits' = 1099511627776: expected a finite number <= 4294967295"),
+    # 2^31 splits used to run out of memory building the chunks.
+    ({"preferred-dataset-splits": 2**31}, r"key 'preferred-dataset-splits' = 2147483648: expected a finite number <= 65536"),
     ({1: 2}, r"key 1: expected a string naming an ASTRA-sim system key"),
 ])
 def test_bad_system_config(tmp_path, change, message):
@@ -611,3 +612,31 @@ def test_memory_nodes_need_remote_memory(tmp_path):
     mem.write_text(json.dumps({"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-bandwidth": 10}))
     with pytest.raises(ConfigError, match=r"mem\.json: unknown key 'remote-mem-bandwidth'; expected one of: memory-type"):
         simulate(wl, BARE_SYSTEM, NET4, memory=mem)
+
+
+def test_inspect_and_validate_read_unknown_comm_types_empty_ranks_and_missing_sizes(tmp_path):
+    # `trace inspect` used to end in a ValueError on both traces; `validate` passed the first.
+    from tracefabric.traces import validate as v
+    bad = EtNode(0, "coll0", "COMM_COLL_NODE", attrs={"comm_type": 99, "comm_size": 4096})
+    traces, groups = v.load(_write_ranks(tmp_path / "bad", [[bad]] * 2))
+    assert v.inspect(traces)[1]["collectives"] == {"?": ["comm_type 99 4096 B (node 0)"]}
+    found = v.problems(traces, groups)
+    assert sum("node 0 (coll0): comm_type 99 is not a Chakra CollectiveCommType" in p for p in found) == 2
+    traces, groups = v.load(_write_ranks(tmp_path / "empty", [[]] * 2))
+    assert [(r["critical_path_us"], r["nodes"]) for r in v.inspect(traces)] == [(0, {}), (0, {})]
+    # A collective without comm_size: `validate` refuses it, and so does `run` (it ran as 0 B).
+    unsized = EtNode(0, "coll0", "COMM_COLL_NODE", attrs={"comm_type": COMM_TYPES["ALL_REDUCE"]})
+    wl = _write_ranks(tmp_path / "unsized", [[unsized]] * 4)
+    traces, groups = v.load(wl)
+    assert sum("lacks attribute 'comm_size'" in p for p in v.problems(traces, groups)) == 4
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('coll0'\): collective without attribute 'comm_size'"):
+        simulate(wl, BARE_SYSTEM, NET4)
+
+
+def test_astra_parse_names_a_binary_file_instead_of_a_unicode_traceback(tmp_path):
+    out = tmp_path / "out.bin"
+    out.write_bytes(bytes(range(256)) * 4)
+    proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", "astra", "parse", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: {out}: no `sys[r] finished, T cycles` lines found"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -119,7 +120,7 @@ def net_compare(
     topology: Topology = "fat-tree:k=8",
     traffic: Annotated[Optional[list[str]], typer.Option(help="Traffic matrix; repeat for one chart panel each.")] = None,
     schemes: Annotated[str, typer.Option(help="Comma-separated scheme presets, or 'all'.")] = "ecmp,host_spray,switch_rr,reps,switch_ar",
-    seeds: Annotated[int, typer.Option(min=1, help="Seeds per scheme (1..N); bars show the mean, whiskers min and max.")] = 1,
+    seeds: Annotated[int, typer.Option(min=1, max=10_000, help="Seeds per scheme (1..N); bars show the mean, whiskers min and max.")] = 1,
     link_gbps: LinkGbps = 800.0,
     latency_ns: LatencyNs = 500.0,
     buffer: BufferBytes = "800KB",
@@ -428,7 +429,8 @@ def astra_parse(output: Annotated[Path, typer.Argument(help="A file holding what
 
     if not output.is_file():
         raise TracefabricError(f"{output}: file not found")
-    _print_astra(parse_output(output.read_text(), str(output)), str(output))
+    # Not UTF-8 (a binary file): the parser then names it as text ASTRA-sim did not print.
+    _print_astra(parse_output(output.read_text(errors="replace"), str(output)), str(output))
 
 
 def _print_astra(df, title: str) -> None:
@@ -470,8 +472,12 @@ def _prepare_frame_path(path: Optional[Path], option: str) -> None:
 
 
 def _make_dir(path: Path) -> Path:
-    """Create an output folder up front, so a bad path fails before the runs, not after."""
+    """Create an output folder up front and check it takes files, so a bad path fails before
+    the runs, not after (an existing folder may be read-only)."""
     path.mkdir(parents=True, exist_ok=True)
+    probe = path / f".tracefabric-write-check-{os.getpid()}"
+    probe.touch()
+    probe.unlink()
     return path
 
 

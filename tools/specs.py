@@ -20,12 +20,14 @@ def parse_size(text: str | int, field: str = "size") -> int:
         unit = m.group(2).upper() if m else None
         if not m or unit not in _UNITS:
             raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB)", field)
-        value = float(m.group(1)) * _UNITS[unit]
+        number = m.group(1)
+        # Whole numbers stay integers: a float would round sizes past 2^53.
+        value = int(number) * _UNITS[unit] if "." not in number else float(number) * _UNITS[unit]
         if value != int(value):
             raise ConfigError(f"`{field}`: {text!r} is not a whole number of bytes", field)
         value = int(value)
-    if value <= 0:
-        raise ConfigError(f"`{field}`: must be > 0 bytes, got {text!r}", field)
+    if not 0 < value <= 2**63:
+        raise ConfigError(f"`{field}`: must be in 1..2^63 bytes, got {text!r}", field)
     return value
 
 
@@ -45,7 +47,10 @@ def split_spec(spec: str, what: str) -> tuple[str, dict[str, str]]:
         key, eq, value = item.partition("=")
         if not eq:
             raise ConfigError(f"`{what}`: expected key=value in {spec!r}, got {item!r}", what)
-        params[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in params:
+            raise ConfigError(f"`{what}.{key}`: given twice in {spec!r}", f"{what}.{key}")
+        params[key] = value.strip()
     return kind, params
 
 
@@ -54,10 +59,11 @@ def _int(params: dict[str, str], key: str, what: str, default: int | None = None
         if default is None:
             raise ConfigError(f"`{what}`: missing `{key}=`", f"{what}.{key}")
         return default
-    try:
-        return int(params.pop(key))
-    except ValueError:
-        raise ConfigError(f"`{what}.{key}`: expected an integer", f"{what}.{key}") from None
+    value = params.pop(key)
+    # ASCII digits only: Python's int() also reads `4_0` as 40 and other scripts' digits.
+    if not re.fullmatch(r"[+-]?[0-9]+", value):
+        raise ConfigError(f"`{what}.{key}`: expected an integer, got {value!r}", f"{what}.{key}")
+    return int(value)
 
 
 def _only(params: dict[str, str], what: str, allowed: list[str]) -> None:

@@ -221,15 +221,20 @@ def resolve_build(build: Callable | str) -> Callable:
     target, _, func = str(build).rpartition(":")
     if not target or not func:
         raise ConfigError(f"capture: --script must be FILE.py:FUNCTION or MODULE:FUNCTION (got {build!r})", "script")
-    if target.endswith(".py"):
+    if target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target).resolve()
+        if path.suffix != ".py":
+            raise ConfigError(f"capture: script {path} is not a .py file", "script")
         if not path.is_file():
             raise ConfigError(f"capture: script {path} not found", "script")
         spec = importlib.util.spec_from_file_location(f"tracefabric_user_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     else:
-        module = importlib.import_module(target)
+        try:
+            module = importlib.import_module(target)
+        except ImportError as e:
+            raise ConfigError(f"capture: cannot import module {target!r} ({e})", "script") from None
     fn = getattr(module, func, None)
     if not callable(fn):
         raise ConfigError(f"capture: {target} has no function {func!r}", "script")
@@ -263,6 +268,10 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
         dist.destroy_process_group()
 
 
+# Every local rank is a process with its own copy of the model: past this one machine thrashes.
+MAX_LOCAL_RANKS = 256
+
+
 def capture(build: Callable | str, out: str | Path, world: int, backend: str = "gloo", warmup: int = 1,
             steps: int = 1, **options: Any) -> Path:
     """Run `build(ctx, **options)` -> step function on `world` local ranks and profile its steps.
@@ -275,8 +284,10 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
 
     if backend not in BACKENDS:
         raise ConfigError(f"capture: unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})", "backend")
-    if world < 1:
-        raise ConfigError(f"capture: world must be >= 1 (got {world})", "world")
+    if not 1 <= world <= MAX_LOCAL_RANKS:
+        raise ConfigError(f"capture: world must be in 1..{MAX_LOCAL_RANKS} local ranks (got {world})", "world")
+    if warmup < 0 or steps < 1:  # before spawning ranks, not in each of them
+        raise ConfigError(f"capture: need warmup >= 0 and steps >= 1 (got warmup={warmup}, steps={steps})", "steps")
     if backend == "nccl" and torch.cuda.device_count() < 1:
         raise ConfigError("capture: backend nccl needs a CUDA GPU and none is visible (use --backend gloo on CPU)",
                           "backend")

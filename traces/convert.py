@@ -43,7 +43,7 @@ from typing import Any
 
 from chakra.schema.protobuf import et_def_pb2 as pb
 
-from ..errors import ConfigError
+from ..errors import ConfigError, load_json
 from .capture import GROUP_MARK
 from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace
 
@@ -448,11 +448,13 @@ def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:
     meta_path = cap / "capture.json"
     if not meta_path.is_file():
         raise ConversionError(f"{meta_path}: file not found (run `tracefabric trace capture` first)", "capture.json")
-    meta = json.loads(meta_path.read_text())
-    world = int(meta.get("world", 0))
-    if world < 1:
-        raise ConversionError(f"{meta_path}: field 'world' must be a positive rank count (got {meta.get('world')!r})",
-                              "world")
+    meta = load_json(meta_path, "capture.json")
+    if not isinstance(meta, dict):
+        raise ConversionError(f"{meta_path}: expected a JSON object (as `trace capture` writes it), got {type(meta).__name__}",
+                              "capture.json")
+    world = meta.get("world")
+    if not isinstance(world, int) or isinstance(world, bool) or not 1 <= world <= 1 << 17:
+        raise ConversionError(f"{meta_path}: field 'world' must be a rank count in 1..131072 (got {world!r})", "world")
     out = Path(out).resolve() if out else cap
     for sub in ("linked", "chakra", "et"):
         (out / sub).mkdir(parents=True, exist_ok=True)

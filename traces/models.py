@@ -18,6 +18,10 @@ from typing import Any
 from ..errors import ConfigError, load_json
 
 
+MAX_LAYERS = 4096
+MAX_WIDTH = 1 << 24
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -43,8 +47,11 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         check = [
-            (self.layers >= 1, "layers >= 1"),
-            (self.hidden >= 1 and self.ffn >= 1 and self.vocab >= 1, "hidden, ffn and vocab >= 1"),
+            # Upper limits keep byte counts inside the traces' int64 fields and the per-rank
+            # graphs (nodes per layer) inside memory: Llama-3 405B has 126 layers, 16,384 wide.
+            (1 <= self.layers <= MAX_LAYERS, f"layers ({self.layers}) must be in 1..{MAX_LAYERS}"),
+            (all(1 <= v <= MAX_WIDTH for v in (self.hidden, self.ffn, self.vocab)),
+             f"hidden, ffn and vocab ({self.hidden}, {self.ffn}, {self.vocab}) must be in 1..{MAX_WIDTH}"),
             (self.heads >= 1 and self.hidden % self.heads == 0 or self.q_lora_rank > 0, f"heads ({self.heads}) must divide hidden ({self.hidden})"),
             (self.kv_heads >= 1 and self.heads % self.kv_heads == 0, f"kv_heads ({self.kv_heads}) must divide heads ({self.heads})"),
             (1 <= self.top_k <= self.experts, f"top_k ({self.top_k}) must be between 1 and experts ({self.experts})"),
@@ -166,8 +173,8 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         raise ConfigError(f"{path}: expected a JSON object of model settings, got {type(c).__name__}", "model")
 
     def integer(k: str, v: Any, minimum: int) -> int:
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-            raise ConfigError(f"{path}: field `{k}` must be an integer >= {minimum}, got {v!r}", k)
+        if not isinstance(v, int) or isinstance(v, bool) or not minimum <= v <= MAX_WIDTH:
+            raise ConfigError(f"{path}: field `{k}` must be an integer in {minimum}..{MAX_WIDTH}, got {v!r}", k)
         return v
 
     def need(*keys: str) -> int:

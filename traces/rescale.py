@@ -83,6 +83,10 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
     """Write `trace.<r>.et` for r < ranks and `comm_groups.json` into `out`; returns a report."""
     if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= 1 << 24:
         raise RescaleError(f"rescale: ranks must be an integer in 1..2^24 (got {ranks!r})", "ranks")
+    folder = Path(et_dir) if Path(et_dir).is_dir() else Path(et_dir).parent
+    if Path(out).resolve() == folder.resolve():
+        raise RescaleError(f"rescale: --out {out} is the input folder; its comm_groups.json would be overwritten "
+                           "and old and new traces mixed", "out")
     traces, groups = v.load(et_dir)
     found = v.problems(traces, groups)
     if found:

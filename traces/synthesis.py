@@ -60,6 +60,10 @@ GPUS = {
 }
 
 
+# Past these a synthesis fills memory before it writes anything.
+PLAN_MAX = {"world": 1 << 17, "microbatches": 1 << 12, "seq": 1 << 24, "micro_batch": 1 << 16}
+
+
 @dataclass(frozen=True)
 class Plan:
     parallel: str = "fsdp"  # "fsdp" | "dp": how the data-parallel dimension treats parameters
@@ -92,11 +96,16 @@ class Plan:
                 raise ConfigError(f"`{name}`: expected an integer below 2^40, got {v!r}", name)
         if not isinstance(self.imbalance, (int, float)) or isinstance(self.imbalance, bool) or not math.isfinite(self.imbalance):
             raise ConfigError(f"`imbalance`: expected a number, got {self.imbalance!r}", "imbalance")
+        for name, limit in PLAN_MAX.items():
+            if getattr(self, name) > limit:
+                raise ConfigError(f"`{name}`: at most {limit} (every rank gets its own trace, every micro-batch "
+                                  f"its own nodes), got {getattr(self, name)}", name)
         if self.parallel not in ("fsdp", "dp"):
             raise ConfigError(f"parallel `{self.parallel}` is not supported; expected fsdp or dp", "parallel")
-        if self.world < 1:
-            raise ConfigError(f"world must be >= 1, got {self.world}", "world")
-        if self.gpus_per_server < 1 or self.world % self.gpus_per_server:
+        for name in ("world", "gpus_per_server", "tp", "ep", "pp"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}", name)
+        if self.world % self.gpus_per_server:
             raise ConfigError(f"world ({self.world}) must be a multiple of gpus_per_server ({self.gpus_per_server})", "gpus_per_server")
         if self.precision not in BYTES_PER_PARAM:
             raise ConfigError(f"precision `{self.precision}` unknown; expected one of {', '.join(BYTES_PER_PARAM)}", "precision")

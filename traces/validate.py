@@ -110,14 +110,19 @@ def collectives(t: RankTrace) -> list[EtNode]:
 
 
 def describe(n: EtNode) -> str:
-    kind = comm_type_name(n.attrs["comm_type"]) if "comm_type" in n.attrs else n.type.replace("_NODE", "")
+    kind = n.type.replace("_NODE", "")
+    if "comm_type" in n.attrs:
+        try:
+            kind = comm_type_name(n.attrs["comm_type"])
+        except (ValueError, TypeError):  # shown as it is; `trace validate` names the problem
+            kind = f"comm_type {n.attrs['comm_type']!r}"
     return f"{kind} {n.attrs.get('comm_size', '?')} B"
 
 
 def critical_path(t: RankTrace) -> tuple[int, list[int]]:
     """Longest chain of node durations (µs) through the dependency graph, and its node ids."""
     order, stuck = _topological(t.nodes)
-    if stuck:
+    if stuck or not t.nodes:
         return 0, []
     by_id = {n.id: n for n in t.nodes}
     best: dict[int, tuple[int, int | None]] = {}
@@ -210,6 +215,15 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
             for a in need:
                 if a not in n.attrs:
                     out.append(f"{where}: node {n.id} ({n.name}): {n.type} lacks attribute '{a}'")
+            # The checks `run` makes of the same attributes (collectives/workload.py).
+            if "comm_type" in n.attrs and n.type == "COMM_COLL_NODE":
+                try:
+                    comm_type_name(n.attrs["comm_type"])
+                except (ValueError, TypeError):
+                    out.append(f"{where}: node {n.id} ({n.name}): comm_type {n.attrs['comm_type']!r} is not a Chakra CollectiveCommType")
+            size = n.attrs.get("comm_size", 0)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                out.append(f"{where}: node {n.id} ({n.name}): comm_size = {size!r}: expected bytes >= 0")
             pg = n.attrs.get("pg_name")
             if n.type == "COMM_COLL_NODE" and (bad := group_problem(pg, groups)):
                 out.append(f"{where}: node {n.id} ({n.name}): {bad}")
