@@ -48,7 +48,14 @@ class TrafficFileError(ConfigError):
     """A traffic file (CSV, JSON or htsim connection matrix) that cannot be read."""
 
     def __init__(self, message: str, path: str, line: int | None, field: str) -> None:
-        where = f"{path}:{line}" if line is not None else path
+        # `line` is a line of a CSV or .cm file, but the 1-based position of a flow in a JSON
+        # list (the parser keeps no lines), and is named as such.
+        if line is None:
+            where = path
+        elif path.lower().endswith(".json"):
+            where = f"{path}: flow {line}"
+        else:
+            where = f"{path}:{line}"
         super().__init__(f"{where}: {message}", field=field)
         self.path, self.line = path, line
 

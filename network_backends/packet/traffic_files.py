@@ -58,7 +58,7 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
         try:
             data = loads_json(p.read_text())
         except json.JSONDecodeError as e:
-            raise TrafficFileError(f"not valid JSON ({e.msg})", str(p), e.lineno, "json") from None
+            raise TrafficFileError(f"not valid JSON ({e.msg} at line {e.lineno})", str(p), None, "json") from None
         except DuplicateKeyError as e:
             raise TrafficFileError(str(e), str(p), None, str(e.key)) from None
         rows = data.get("flows") if isinstance(data, dict) else data
