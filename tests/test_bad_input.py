@@ -378,3 +378,20 @@ def test_network_yaml_reads_exponent_floats_and_names_values_json_cannot_carry(t
     with pytest.raises(ConfigError, match=r"net\.yml: link\.rate_gbps = datetime\.date\(2024, 1, 1\): a YAML date") as e:
         read_network(net)
     assert e.value.field == "link.rate_gbps"
+
+
+def test_a_timeout_shorter_than_the_round_trip_is_refused_and_the_default_stretches_to_it():
+    # At 1 Gbps a full frame (4,158 B) takes 33.264 us per link: over the 6 links of k = 4 and
+    # back as a 64 B ACK the unloaded round trip is 6 x (33.264 + 0.5) + 6 x (0.512 + 0.5)
+    # = 208.656 us. The old fixed 100 us timeout presumed every packet lost before its ACK
+    # could return, and the run ended "stuck" after 32 timeouts.
+    rtt_us = 6 * (4158 * 8 / 1e3 + 0.5) + 6 * (64 * 8 / 1e3 + 0.5)
+    with pytest.raises(ConfigError, match=rf"= 100 us is not longer than the unloaded round trip .* \({rtt_us:.3f} us\)") as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link={"rate_gbps": 1}, limits={"rto_us": 100})
+    assert e.value.field == "limits.rto_us"
+    r = simulate("fat-tree:k=4", "permutation:size=4KiB", link={"rate_gbps": 1})  # default: 2 x RTT
+    assert len(r.flows) == 16 and (r.flows["timeouts"] == 0).all()
+    # One packet per flow: each FCT is at least the round trip over its own path.
+    per_hop_us = (4158 * 8 / 1e3 + 0.5) + (64 * 8 / 1e3 + 0.5)
+    assert (r.flows["fct_us"] >= r.flows["hops"] * per_hop_us - 1e-6).all()
+    assert r.flows["fct_us"].max() >= rtt_us

@@ -14,6 +14,8 @@ pub const MAX_FRAME_BYTES: u64 = u16::MAX as u64;
 pub const MAX_TIME_MS: f64 = 100_000.0;
 /// Link rates the engine accepts: a 64 KiB frame at 1 Mbps still takes half a second.
 pub const MIN_RATE_GBPS: f64 = 1e-3;
+/// The retransmission timeout unless the fabric's round trip needs a longer one.
+pub const DEFAULT_RTO_US: f64 = 100.0;
 pub const MAX_RATE_GBPS: f64 = 1e6;
 
 #[derive(Deserialize, Clone, Debug)]
@@ -167,8 +169,11 @@ pub enum TrafficConfig {
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
-    /// Retransmission timeout: a packet unacknowledged this long is presumed lost.
-    pub rto_us: f64,
+    /// Retransmission timeout: a packet unacknowledged this long is presumed lost. Unset:
+    /// `DEFAULT_RTO_US`, or twice the unloaded round trip of a full packet on the longest
+    /// path where that is longer (slow or long links), so no packet is presumed lost
+    /// before its ACK could be back.
+    pub rto_us: Option<f64>,
     /// Simulated time after which a run that has not finished is an error.
     pub max_time_ms: f64,
     /// Consecutive timeouts without progress after which a flow is declared stuck.
@@ -177,7 +182,7 @@ pub struct LimitsConfig {
 impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
-            rto_us: 100.0,
+            rto_us: None,
             max_time_ms: 1000.0,
             max_timeouts: 32,
         }
@@ -319,9 +324,10 @@ impl SimConfig {
                 "need 0 <= ecn_kmin <= ecn_kmax <= 1 (fractions of the buffer)",
             ));
         }
-        positive("limits.rto_us", self.limits.rto_us)?;
+        let rto_us = self.limits.rto_us.unwrap_or(DEFAULT_RTO_US);
+        positive("limits.rto_us", rto_us)?;
         positive("limits.max_time_ms", self.limits.max_time_ms)?;
-        if self.limits.max_time_ms > MAX_TIME_MS || self.limits.rto_us > MAX_TIME_MS * 1e3 {
+        if self.limits.max_time_ms > MAX_TIME_MS || rto_us > MAX_TIME_MS * 1e3 {
             return Err(config_err(
                 "limits.max_time_ms",
                 format!("simulated time is limited to {MAX_TIME_MS} ms (and so is limits.rto_us)"),

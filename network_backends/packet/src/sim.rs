@@ -11,7 +11,7 @@
 
 use crate::bounds;
 use crate::cc::{self, CcInit, CongestionControl};
-use crate::config::SimConfig;
+use crate::config::{SimConfig, DEFAULT_RTO_US};
 use crate::error::{config_err, SimError, SimResult};
 use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
@@ -441,7 +441,36 @@ impl Simulation {
             })
             .collect();
         let n_ports = topo.ports.len();
-        let rto = Dur((cfg.limits.rto_us * PS_PER_US as f64).round() as u64);
+        // A timeout shorter than the round trip presumes every packet lost before its ACK
+        // can return; late ACKs of "lost" packets count nothing, so no flow would finish.
+        // Over the longest path the flows take (the fabric's, when flows come later).
+        let longest = specs
+            .iter()
+            .filter(|f| f.src != f.dst)
+            .map(|f| topo.hops_between(f.src, f.dst))
+            .max()
+            .unwrap_or(topo.diameter_hops);
+        let base_rtt = timing.base_rtt(longest);
+        let rto = match cfg.limits.rto_us {
+            Some(us) => {
+                let rto = Dur((us * PS_PER_US as f64).round() as u64);
+                if rto <= base_rtt {
+                    return Err(config_err(
+                        "limits.rto_us",
+                        format!(
+                            "= {us} us is not longer than the unloaded round trip of a full packet \
+                             on the longest path of the traffic ({:.3} us): every packet would be \
+                             presumed lost before its ACK could be back",
+                            base_rtt.0 as f64 / PS_PER_US as f64
+                        ),
+                    ));
+                }
+                rto
+            }
+            None => {
+                Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64).max(Dur(2 * base_rtt.0))
+            }
+        };
         // A lazy NIC's owed decision is caught up by the arrival of the frame before it
         // at the far end, so that must not come before the NIC frees up (link delay >=
         // inter-frame gap); and a decision caught up that late must not arm a timer in
