@@ -395,3 +395,16 @@ def test_a_timeout_shorter_than_the_round_trip_is_refused_and_the_default_stretc
     per_hop_us = (4158 * 8 / 1e3 + 0.5) + (64 * 8 / 1e3 + 0.5)
     assert (r.flows["fct_us"] >= r.flows["hops"] * per_hop_us - 1e-6).all()
     assert r.flows["fct_us"].max() >= rtt_us
+
+
+def test_a_csv_with_a_bom_reads_and_a_param_given_twice_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from tracefabric.cli import app
+    # Excel writes a byte-order mark: it used to become part of the first column's name.
+    p = tmp_path / "f.csv"
+    p.write_bytes("src,dst,bytes\n0,5,8192\n".encode("utf-8-sig"))
+    assert read_traffic_file(p)["src"] == [0]
+    res = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--traffic", "permutation:size=4KiB",
+                                   "--scheme", "reps", "--param", "loss.threshold=6", "--param", "loss.threshold=7"])
+    assert res.exit_code == 2 and "loss.threshold is given twice" in res.output

@@ -159,6 +159,14 @@ def test_hugging_face_config_missing_or_ill_typed_field(tmp_path):
     path.write_text("[1]")
     with pytest.raises(ConfigError, match="expected a JSON object of model settings, got list"):
         from_hf_config(path)
+    # An encoder used to be built as a Llama; a model's own constraint named the folder.
+    path.write_text(json.dumps({**base, "model_type": "bert"}))
+    with pytest.raises(ConfigError, match=r"config\.json: model_type 'bert' is not a decoder tracefabric models"):
+        from_hf_config(path)
+    other = tmp_path / "heads3.json"
+    other.write_text(json.dumps({**base, "num_attention_heads": 3}))
+    with pytest.raises(ConfigError, match=r"heads3\.json: model `heads3`: heads \(3\) must divide hidden \(64\)"):
+        from_hf_config(other)
 
 
 def test_corrupt_trace_is_refused_with_the_file_and_position(tmp_path):

@@ -312,6 +312,16 @@ def test_bad_system_config(tmp_path, change, message):
         simulate(wl, {**BARE_SYSTEM, **change}, NET4)
 
 
+def test_scheme_options_on_a_backend_without_schemes_are_refused(tmp_path):
+    # They were silently ignored: `--lb reps` and `--lb ecmp` gave the same analytical run.
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    with pytest.raises(ConfigError, match=r"^lb = 'reps': LB/CC/loss schemes apply to the packet backend only, "
+                       r"not to analytical:astra-unaware") as e:
+        simulate(wl, BARE_SYSTEM, NET4, lb="reps")
+    assert e.value.field == "lb"
+    assert simulate(wl, BARE_SYSTEM, NET4, lb=None).iteration_ns > 0  # what the CLI passes when unset
+
+
 @pytest.mark.parametrize("args,field", [
     ((None, BARE_SYSTEM, NET4), "workload"),
     (("WL", [1], NET4), "system"),
@@ -640,3 +650,18 @@ def test_astra_parse_names_a_binary_file_instead_of_a_unicode_traceback(tmp_path
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {out}: no `sys[r] finished, T cycles` lines found"
+
+
+def test_a_folder_with_two_workloads_or_two_files_per_rank_is_refused(tmp_path):
+    # Each rank used to take whichever file sorted last, so two workloads could mix.
+    from tracefabric.traces import validate as v
+    for prefix in ("a", "b"):
+        for r in range(2):
+            write_trace(tmp_path / f"{prefix}.{r}.et", [_comp(0, 1 + r)])
+    with pytest.raises(ConfigError, match=r"ETs of several workloads \(a, b\); name one as .*/a$"):
+        v.load(tmp_path)
+    traces, _ = v.load(tmp_path / "b")  # a prefix still picks one
+    assert [t.nodes[0].duration_micros for t in traces] == [1, 2]
+    write_trace(tmp_path / "b.01.et", [_comp(0, 5)])
+    with pytest.raises(ConfigError, match=r"b\.01\.et and b\.1\.et are both rank 1|b\.1\.et and b\.01\.et are both rank 1"):
+        v.load(tmp_path / "b")

@@ -449,6 +449,8 @@ def _parse_params(items: list[str]) -> dict[str, dict]:
         family, dot, name = key.partition(".")
         if not eq or not dot or family not in ("lb", "cc", "loss"):
             raise typer.BadParameter(f"expected FAMILY.NAME=VALUE with FAMILY one of lb, cc, loss; got {item!r}", param_hint="--param")
+        if name in out.get(family, {}):
+            raise typer.BadParameter(f"{key} is given twice", param_hint="--param")
         try:
             out.setdefault(family, {})[name] = json.loads(value)
         except json.JSONDecodeError:

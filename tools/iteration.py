@@ -87,6 +87,14 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
     """The Rust backend spec and the network dimensions the system layer plans with."""
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; expected one of: {', '.join(BACKENDS)}", "backend")
+    unknown = sorted(set(scheme) - set(SCHEME_OPTIONS))
+    if unknown:
+        raise ConfigError(f"unknown scheme option {unknown[0]!r}; expected one of: {', '.join(SCHEME_OPTIONS)}", unknown[0])
+    given = [k for k, v in scheme.items() if v is not None]
+    if given and backend != "packet":
+        # Silently ignored, they would make two "different" runs the same one.
+        raise ConfigError(f"{given[0]} = {scheme[given[0]]!r}: LB/CC/loss schemes apply to the packet backend only, "
+                          f"not to {backend}", given[0])
     if isinstance(net, AstraNetwork):
         if backend == "packet":
             raise ConfigError(f"{net.path}: the packet backend needs a packet-fabric network (topology: {{kind: fat_tree, k: 8}}, "
@@ -100,9 +108,6 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
     if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
-    unknown = sorted(set(scheme) - set(SCHEME_OPTIONS))
-    if unknown:
-        raise ConfigError(f"unknown scheme option {unknown[0]!r}; expected one of: {', '.join(SCHEME_OPTIONS)}", unknown[0])
     if net.hosts and ranks > net.hosts:
         raise ConfigError(f"{net.path}: the fabric has {net.hosts} hosts but the workload has {ranks} ranks", "topology")
     from .network_backends.packet import build_config

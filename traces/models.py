@@ -18,6 +18,8 @@ from typing import Any
 from ..errors import ConfigError, load_json
 
 
+# Hugging Face model types read here: Llama-style decoders (dense or MoE), DeepSeek's MLA, GPT-2.
+HF_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "deepseek_v2", "deepseek_v3", "gpt2")
 MAX_LAYERS = 4096
 MAX_WIDTH = 1 << 24
 
@@ -187,7 +189,21 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         """An optional field: absent or null (as Hugging Face writes it) gives the default."""
         return default if c.get(k) is None else integer(k, c[k], minimum)
 
-    name = c.get("_name_or_path") or path.parent.name or path.stem
+    # Hugging Face keeps `config.json` in a folder named after the model.
+    name = c.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    kind = c.get("model_type")
+    if kind is not None and kind not in HF_MODEL_TYPES:
+        raise ConfigError(f"{path}: model_type {kind!r} is not a decoder tracefabric models; expected one of "
+                          f"{', '.join(HF_MODEL_TYPES)} (or none, read as Llama-style)", "model_type")
+    try:
+        return _spec_from_hf(c, name, need, opt)
+    except ConfigError as e:  # ModelSpec's own checks name the model, not the file
+        if str(e).startswith(str(path)):
+            raise
+        raise ConfigError(f"{path}: {e}", e.field) from None
+
+
+def _spec_from_hf(c: dict[str, Any], name: str, need: Any, opt: Any) -> ModelSpec:
     if c.get("model_type") == "gpt2":
         return ModelSpec(name, "gpt2", need("n_layer"), need("n_embd"), opt("n_inner", 4 * need("n_embd")),
                          need("n_head"), need("n_head"), need("vocab_size"), max_positions=need("n_positions"))

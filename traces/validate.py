@@ -46,11 +46,19 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
     a group listing a rank the workload lacks is refused."""
     where = Path(where)
     folder, prefix = (where, None) if where.is_dir() else (where.parent, where.name)
-    found: dict[int, Path] = {}
+    by_prefix: dict[str, dict[int, Path]] = defaultdict(dict)
     for p in sorted(folder.glob("*.et")):
-        m = re.fullmatch(r"(.+)\.(\d+)\.et", p.name)
+        m = re.fullmatch(r"(.+)\.([0-9]+)\.et", p.name)
         if m and (prefix is None or m.group(1) == prefix):
-            found[int(m.group(2))] = p
+            ranks = by_prefix[m.group(1)]
+            r = int(m.group(2))
+            if r in ranks:  # t.3.et and t.03.et: which one is rank 3?
+                raise ConfigError(f"{folder}: {ranks[r].name} and {p.name} are both rank {r}", "workload")
+            ranks[r] = p
+    if len(by_prefix) > 1:
+        raise ConfigError(f"{where}: ETs of several workloads ({', '.join(sorted(by_prefix))}); name one as "
+                          f"{folder / sorted(by_prefix)[0]}", "workload")
+    found = next(iter(by_prefix.values()), {})
     if not found:
         raise ConfigError(f"{where}: no Chakra ETs named <prefix>.<rank>.et found", "workload")
     missing = sorted(set(range(max(found) + 1)) - set(found))

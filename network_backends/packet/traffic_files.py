@@ -71,7 +71,7 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
 
 
 def _csv_rows(p: Path) -> list[tuple[int, dict[str, Any]]]:
-    with p.open(newline="") as fh:
+    with p.open(newline="", encoding="utf-8-sig") as fh:  # a BOM (Excel) is not part of `src`
         reader = csv.DictReader(fh)
         columns = reader.fieldnames or []
         twice = sorted({c for c in columns if columns.count(c) > 1})
