@@ -168,4 +168,9 @@ def run(binary: str | Path | None, export_dir: str | Path, timeout_s: float = 36
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-10:])
         raise AstraSimError(f"{binary} exited with status {proc.returncode}:\n{tail}")
-    return parse_output(proc.stdout, f"{binary} (stdout saved to {export_dir / 'astra_stdout.txt'})")
+    source = f"{binary} (stdout saved to {export_dir / 'astra_stdout.txt'})"
+    df = parse_output(proc.stdout, source)
+    ranks = len(list((export_dir / "workload").glob("*.et")))
+    if ranks and len(df) != ranks:  # the last ranks never reporting is not caught by the parser
+        raise AstraSimError(f"{source}: {len(df)} ranks reported `finished`, but the export has {ranks}")
+    return df

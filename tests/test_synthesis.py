@@ -478,3 +478,12 @@ def test_rescale_recognises_group_shapes_and_the_cli_refuses_malformed_workload_
     assert _shape([0, 2, 5], 6) == ("other", 0)
     res = CliRunner().invoke(app, ["trace", "capture", "--workload", "moe", "--option", "ep3", "--out", str(tmp_path)])
     assert isinstance(res.exception, ConfigError) and "--option must be KEY=VALUE (got 'ep3')" in str(res.exception)
+
+
+def test_a_smaller_synthesis_into_the_same_folder_leaves_no_stale_ranks(tmp_path):
+    # 8 ranks, then 4 into the same folder: ranks 4-7 used to stay and be read as the workload's.
+    write(synthesize(ZOO["gpt2-small"], Plan("dp", world=8, gpus_per_server=1)), tmp_path)
+    (tmp_path / "other.9.et").write_bytes(b"")  # another prefix's files are not touched
+    write(synthesize(ZOO["gpt2-small"], Plan("dp", world=4, gpus_per_server=1)), tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("gpt2-small.*.et")) == [f"gpt2-small.{r}.et" for r in range(4)]
+    assert (tmp_path / "other.9.et").exists()

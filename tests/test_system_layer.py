@@ -284,6 +284,12 @@ def test_astra_run_passes_the_export_and_parses_what_the_binary_prints(tmp_path,
     broken.chmod(0o755)
     with pytest.raises(astra_sim.AstraSimError, match="exited with status 3"):
         astra_sim.run(broken, exp)
+    # A binary whose last ranks never report used to give a table of the ones that did.
+    half = tmp_path / "half"
+    half.write_text("#!/bin/sh\n" + "".join(f"echo 'sys[{r}] finished, 92440 cycles'\n" for r in range(4)))
+    half.chmod(0o755)
+    with pytest.raises(astra_sim.AstraSimError, match="4 ranks reported `finished`, but the export has 8"):
+        astra_sim.run(half, exp)
 
 
 # ---- bad input: every case names the file, the node or key, and what was expected -----
@@ -665,3 +671,16 @@ def test_a_folder_with_two_workloads_or_two_files_per_rank_is_refused(tmp_path):
     write_trace(tmp_path / "b.01.et", [_comp(0, 5)])
     with pytest.raises(ConfigError, match=r"b\.01\.et and b\.1\.et are both rank 1|b\.1\.et and b\.01\.et are both rank 1"):
         v.load(tmp_path / "b")
+
+
+def test_validate_counts_every_rank_in_the_world_and_reads_pg_name_0_as_it(tmp_path):
+    # A rank issuing no world collective passed `validate` ("collectives match") but not
+    # `run`; and pg_name "0" and an absent pg_name were compared as two groups.
+    from tracefabric.traces import validate as v
+    ar = _coll(0, "ALL_REDUCE", 4096)
+    traces, groups = v.load(_write_ranks(tmp_path / "a", [[ar]] * 3 + [[_comp(0, 1)]]))
+    assert v.problems(traces, groups) == [f"group '': rank 3 ({tmp_path / 'a' / 't.3.et'}) issues no collective on it, "
+                                          "rank 0 issues 1"]
+    traces, groups = v.load(_write_ranks(tmp_path / "b", [[ar]] * 2 + [[_coll(0, "ALL_REDUCE", 4096, pg="0")]] * 2))
+    assert v.problems(traces, groups) == []
+    assert simulate(tmp_path / "b" / "t", BARE_SYSTEM, NET4).iteration_ns > 0  # `run` agrees: one world all-reduce

@@ -30,6 +30,7 @@ workload layer expects. Compute durations come from a roofline of the named GPU.
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import random
@@ -653,6 +654,12 @@ def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[
         if id(graph) not in encoded:
             encoded[id(graph)] = encode_trace(graph, meta, nodes)
         (out / f"{prefix}.{rank}.et").write_bytes(encoded[id(graph)])
+    # Ranks past this world, left by an earlier, larger synthesis into the same folder, would
+    # be read as part of this workload (and its new comm_groups.json does not know them).
+    for stale in out.glob(f"{glob.escape(prefix)}.*.et"):
+        rank = stale.name[len(prefix) + 1:-3]
+        if rank.isascii() and rank.isdigit() and int(rank) >= len(s.graphs):
+            stale.unlink()
     (out / "comm_groups.json").write_text(json.dumps(s.comm_groups()))
     (out / "placement.json").write_text(json.dumps({"rank_to_host": s.placement}))
     summary = s.summary()

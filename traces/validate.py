@@ -251,9 +251,12 @@ def _group_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> li
     for t in traces:
         for n in collectives(t):
             if n.type == "COMM_COLL_NODE":
-                seqs[str(n.attrs.get("pg_name", ""))].setdefault(t.rank, []).append(n)
+                # As `run` reads pg_name (group_problem): absent, "" and "0" all mean the world.
+                name = str(n.attrs.get("pg_name", ""))
+                seqs["" if name not in groups and name in WORLD_NAMES else name].setdefault(t.rank, []).append(n)
     for g, per in seqs.items():
-        members = groups.get(g) or sorted(per)
+        # The world's members are every rank, not just those that issued on it.
+        members = groups.get(g) or (sorted(by_rank) if g == "" else sorted(per))
         absent = [r for r in members if r in by_rank and r not in per]
         for r in absent:
             out.append(f"group {g!r}: rank {r} ({by_rank[r].path}) issues no collective on it, "
