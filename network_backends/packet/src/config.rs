@@ -14,9 +14,9 @@ pub const MAX_FRAME_BYTES: u64 = u16::MAX as u64;
 pub const MAX_TIME_MS: f64 = 100_000.0;
 /// Link rates the engine accepts: a 64 KiB frame at 1 Mbps still takes half a second.
 pub const MIN_RATE_GBPS: f64 = 1e-3;
+pub const MAX_RATE_GBPS: f64 = 1e6;
 /// The retransmission timeout unless the fabric's round trip needs a longer one.
 pub const DEFAULT_RTO_US: f64 = 100.0;
-pub const MAX_RATE_GBPS: f64 = 1e6;
 
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
