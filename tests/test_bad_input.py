@@ -121,8 +121,11 @@ def test_engine_limits_on_frame_size_run_length_and_late_flows():
     # Packets keep sizes in 16 bits and event times in 48-bit picoseconds: both are checked up front.
     with pytest.raises(ConfigError, match=r"packet.payload_bytes.*limited to 65535 B"):
         simulate("fat-tree:k=4", "permutation:size=4KiB", packet={"payload_bytes": 70000}, switch={"buffer_bytes": 10**6})
-    with pytest.raises(ConfigError, match=r"limits.max_time_ms.*limited to 100000 ms"):
+    with pytest.raises(ConfigError, match=r"limits.max_time_ms.*limited to 100000 ms, got 2\.000e5 ms"):
         simulate("fat-tree:k=4", "permutation:size=4KiB", limits={"max_time_ms": 200000})
+    with pytest.raises(ConfigError, match=r"`limits.rto_us`: simulated time is limited to 100000 ms, got 1\.000e297 ms") as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", limits={"rto_us": 1e300})  # it blamed max_time_ms
+    assert e.value.field == "limits.rto_us"
     late = {"kind": "flows", "src": [0], "dst": [1], "bytes": [4096], "start_ps": [2 * 10**12]}
     with pytest.raises(FlowError, match=r"flow 0: field `start_ps`.*after limits.max_time_ms = 1000"):
         simulate("fat-tree:k=4", late)

@@ -126,6 +126,7 @@ def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
     (lambda: Plan("fsdp", world=10**8, gpus_per_server=8), "`world`: at most 131072"),
     (lambda: Plan("fsdp", world=8, pp=2, microbatches=10**8), "`microbatches`: at most 4096"),
     (lambda: Plan("fsdp", world=8, gpus_per_server=-1), "gpus_per_server must be >= 1, got -1"),
+    (lambda: Plan("fsdp", world=8, seed=-1), "seed must be >= 0, got -1"),
     (lambda: get_model("llama-9000"), "unknown model `llama-9000`"),
     (lambda: get_model(None), "model = None: expected a zoo model name (llama3-8b"),
 ])

@@ -287,7 +287,7 @@ def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
 @trace.command("inspect")
 def trace_inspect(
     et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, or a prefix (dir/trace).")],
-    ranks: Annotated[int, typer.Option(help="Show at most this many ranks.")] = 8,
+    ranks: Annotated[int, typer.Option(min=1, help="Show at most this many ranks.")] = 8,
 ) -> None:
     """Node counts by type, collectives per group in order with sizes, and each rank's critical path."""
     from .traces import validate as v

@@ -106,6 +106,8 @@ class Plan:
         for name in ("world", "gpus_per_server", "tp", "ep", "pp"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}", name)
+        if self.seed < 0:  # as `net run` takes seeds
+            raise ConfigError(f"seed must be >= 0, got {self.seed}", "seed")
         if self.world % self.gpus_per_server:
             raise ConfigError(f"world ({self.world}) must be a multiple of gpus_per_server ({self.gpus_per_server})", "gpus_per_server")
         if self.precision not in BYTES_PER_PARAM:
