@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError
 from ..traces.chakra_io import EtNode, comm_type_name
@@ -52,12 +53,8 @@ def _int_value(v: Any, key: str, where: str) -> int:
         raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None
 
 
-# The system layer's clock ends at 2^62 ps (53 days); no single node may take longer.
-CLOCK_LIMIT_PS = 2**62
-
-
 def _duration(ps: int, field: str, where: str) -> int:
-    if ps >= CLOCK_LIMIT_PS:
+    if ps >= _core.CLOCK_LIMIT_PS:  # the simulators' clock: no single node may take longer
         raise ConfigError(f"{where}: {field} gives {ps / 1e12:.3e} s, past the simulators' picosecond clock "
                           "(2^62 ps, 53 days)", field)
     return ps
@@ -70,7 +67,7 @@ def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
         ns = num_ops / perf * 1e9
-        return _duration(int(ns) * 1000 if ns < CLOCK_LIMIT_PS else CLOCK_LIMIT_PS, "num_ops", where)
+        return _duration(int(min(ns, _core.CLOCK_LIMIT_PS)) * 1000, "num_ops", where)
     # ASTRA-sim runs a zero-length compute node for 1 ns.
     return _duration(max(int(node.duration_micros) * 1_000_000, 1000), "duration_micros", where)
 

@@ -117,13 +117,19 @@ def collectives(t: RankTrace) -> list[EtNode]:
     return [n for n in t.nodes if n.type in COMM_NODES]
 
 
+def _comm_kind(n: EtNode) -> str | None:
+    """The Chakra name of a node's `comm_type`, or None when it names no CollectiveCommType."""
+    try:
+        return comm_type_name(n.attrs["comm_type"])
+    except (ValueError, TypeError):
+        return None
+
+
 def describe(n: EtNode) -> str:
-    kind = n.type.replace("_NODE", "")
-    if "comm_type" in n.attrs:
-        try:
-            kind = comm_type_name(n.attrs["comm_type"])
-        except (ValueError, TypeError):  # shown as it is; `trace validate` names the problem
-            kind = f"comm_type {n.attrs['comm_type']!r}"
+    if "comm_type" not in n.attrs:
+        kind = n.type.replace("_NODE", "")
+    else:  # an unknown type is shown as it is; `trace validate` names the problem
+        kind = _comm_kind(n) or f"comm_type {n.attrs['comm_type']!r}"
     return f"{kind} {n.attrs.get('comm_size', '?')} B"
 
 
@@ -224,11 +230,8 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
                 if a not in n.attrs:
                     out.append(f"{where}: node {n.id} ({n.name}): {n.type} lacks attribute '{a}'")
             # The checks `run` makes of the same attributes (collectives/workload.py).
-            if "comm_type" in n.attrs and n.type == "COMM_COLL_NODE":
-                try:
-                    comm_type_name(n.attrs["comm_type"])
-                except (ValueError, TypeError):
-                    out.append(f"{where}: node {n.id} ({n.name}): comm_type {n.attrs['comm_type']!r} is not a Chakra CollectiveCommType")
+            if n.type == "COMM_COLL_NODE" and "comm_type" in n.attrs and _comm_kind(n) is None:
+                out.append(f"{where}: node {n.id} ({n.name}): comm_type {n.attrs['comm_type']!r} is not a Chakra CollectiveCommType")
             size = n.attrs.get("comm_size", 0)
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 out.append(f"{where}: node {n.id} ({n.name}): comm_size = {size!r}: expected bytes >= 0")

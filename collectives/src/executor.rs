@@ -14,11 +14,11 @@
 
 use crate::error::{SystemError, SystemResult};
 use crate::report::{CollectiveRecord, RankStats, SystemReport};
-use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, Policy, SystemConfig, CLOCK_LIMIT_PS};
+use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, Policy, SystemConfig};
 use crate::workload::{check_and_match, group_label, Matched, NodeKind, WorkloadInput, NONE};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use tracefabric_netapi::{FlowRequest, Network, Ps};
+use tracefabric_netapi::{FlowRequest, Network, Ps, CLOCK_LIMIT_PS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {

@@ -8,10 +8,7 @@ use crate::dag::{Blocks, Dag};
 use crate::error::{SystemError, SystemResult};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use tracefabric_netapi::Ps;
-
-/// Simulated times stay below 2^62 ps (53 days), so the sum of any two never wraps.
-pub const CLOCK_LIMIT_PS: Ps = 1 << 62;
+use tracefabric_netapi::CLOCK_LIMIT_PS;
 
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ... import _core
 from ...errors import DuplicateKeyError, TrafficFileError, loads_json
 
 _FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
@@ -23,7 +24,7 @@ _FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
 FLOW_KEYS = ("src", "dst", "bytes", "start_us", "start_ps")
 # Largest value of each field the engine takes (host ids are u32; times stay below the
 # 2^62 ps clock): beyond them a file is refused here, by line, not by the engine's reader.
-FIELD_MAX = {"src": 2**32 - 1, "dst": 2**32 - 1, "bytes": 2**63, "start_ps": 2**62 - 1}
+FIELD_MAX = {"src": 2**32 - 1, "dst": 2**32 - 1, "bytes": 2**63, "start_ps": _core.CLOCK_LIMIT_PS - 1}
 MAX_START_US = FIELD_MAX["start_ps"] // 10**6
 
 

@@ -3,6 +3,7 @@
 //! and latency. NPU id -> address: addr[d] = (id / prod(npus[..d])) % npus[d].
 
 use serde::Deserialize;
+use tracefabric_netapi::CLOCK_LIMIT_PS;
 
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DimKind {
@@ -112,7 +113,7 @@ impl AstraTopology {
     /// the times would wrap or saturate and the run would end silently wrong.
     pub fn check_fits_clock(&self, bytes: u64, at: u64) -> Result<(), String> {
         let ns = self.worst_latency_ns + bytes as f64 * self.worst_ns_per_byte;
-        let limit = (1u64 << 62) as f64;
+        let limit = CLOCK_LIMIT_PS as f64;
         if at as f64 + ns * 1e3 < limit {
             return Ok(());
         }

@@ -10,6 +10,10 @@ pub type Ps = u64;
 
 pub const PS_PER_NS: Ps = 1_000;
 
+/// Times stay below 2^62 ps (53 days), so the sum of any two never wraps. A backend or
+/// the system layer refuses an input that would carry its clock past this.
+pub const CLOCK_LIMIT_PS: Ps = 1 << 62;
+
 /// One message between two endpoints (NPU ranks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowRequest {

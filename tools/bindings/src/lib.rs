@@ -418,6 +418,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_system, m)?)?;
     m.add_function(wrap_pyfunction!(collective_flows, m)?)?;
     m.add("SystemError", m.py().get_type::<SystemError>())?;
+    // One clock limit for every layer, so Python refuses inputs at the same point as Rust.
+    m.add("CLOCK_LIMIT_PS", tracefabric_netapi::CLOCK_LIMIT_PS)?;
     m.add_function(wrap_pyfunction!(simulate_packet, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
