@@ -551,6 +551,50 @@ def test_the_packet_backend_runs_a_workload_that_sends_nothing(tmp_path):
         simulate(wl, BARE_SYSTEM, {**fabric, "link": {"rate_gbps": -1}}, backend="packet")
 
 
+def test_the_packet_backend_completes_empty_transfers_at_their_start(tmp_path):
+    # A ring all-gather of 2 B on 4 ranks holds chunks of 1, 0, 0 and 1 B: 6 of its 12 flows
+    # are empty. The engine used to refuse them ("flow 1: field `bytes` must be > 0"). Empty
+    # transfers send nothing and end when they start, so the CCT is the chain of 1 B flows,
+    # three in a row (0->1, then 1->2 after it, then 2->3): 3 x one 1 B flow's FCT on the
+    # idle leaf, measured by the engine alone.
+    wl = write_microbenchmark(tmp_path / "ag", 4, "all_gather", 2)
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 4},
+              "link": {"rate_gbps": 100, "latency_ns": 500}}
+    assert [f[2] for f in _core.collective_flows("ring", "all_gather", 4, 2)] == [1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 0]
+    one = packet_simulate(fabric["topology"], {"kind": "flows", "src": [0], "dst": [1], "bytes": [1], "start_ps": [0]},
+                          link=fabric["link"], scheme="ecmp")
+    fct_ns = one.flows["fct_us"].iloc[0] * 1000
+    r = simulate(wl, BARE_SYSTEM, fabric, backend="packet", scheme="ecmp")
+    assert r.flows == 12
+    assert r.collectives["cct_ns"].iloc[0] == pytest.approx(3 * fct_ns, abs=1e-3)
+    # A zero-byte send ends when it is issued: the receiver's compute starts at the sender's 5 us.
+    send = EtNode(1, "send", "COMM_SEND_NODE", data_deps=[0], attrs={"comm_dst": 1, "comm_size": 0, "comm_tag": 1})
+    recv = EtNode(0, "recv", "COMM_RECV_NODE", attrs={"comm_src": 0, "comm_size": 0, "comm_tag": 1})
+    wl = _write_ranks(tmp_path / "p2p", [[_comp(0, 5), send], [recv, _comp(1, 3, [0])]])
+    r = simulate(wl, BARE_SYSTEM, fabric, backend="packet")
+    assert r.ranks["wall_ns"].tolist() == [5000, 8000]
+
+
+def test_a_flow_the_packet_engine_refuses_is_named_by_its_et_node(tmp_path):
+    # 2^40 B cannot cross a 100 Gbps NIC within limits.max_time_ms (1 s): the error names the
+    # rank's trace and node, not the engine's internal flow index.
+    ms = f"{2**40 * 8 / 100e9 * 1e3:.1f}"  # 87960.9
+    send = EtNode(3, "send", "COMM_SEND_NODE", attrs={"comm_dst": 1, "comm_size": 2**40, "comm_tag": 1})
+    recv = EtNode(4, "recv", "COMM_RECV_NODE", attrs={"comm_src": 0, "comm_size": 2**40, "comm_tag": 1})
+    wl = _write_ranks(tmp_path / "p2p", [[send], [recv]])
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 2},
+              "link": {"rate_gbps": 100, "latency_ns": 500}}
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 3: send: its transfer of 1099511627776 bytes from rank 0 "
+                                          r"to rank 1 is refused by the network backend: field `bytes` = 1099511627776 "
+                                          rf"needs at least {ms} ms"):
+        simulate(wl, BARE_SYSTEM, fabric, backend="packet")
+    # In a collective: the all-to-all's node on the sending rank (its position in the group).
+    wl = _write_ranks(tmp_path / "a2a", [[_coll(7, "ALL_TO_ALL", 2**41)], [_coll(9, "ALL_TO_ALL", 2**41)]])
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 7: all_to_all on group `world`: its transfer of 1099511627776 "
+                                          r"bytes from rank 0 to rank 1"):
+        simulate(wl, BARE_SYSTEM, fabric, backend="packet")
+
+
 @pytest.mark.parametrize("attrs,field,message", [
     ({"comm_size": "abc"}, "comm_size", "attribute 'comm_size' = 'abc': expected an integer"),
     ({"comm_split_sizes": "1,2"}, "comm_split_sizes", "expected a list of bytes per group rank"),

@@ -190,6 +190,36 @@ impl<'a> Prepared<'a> {
         ))
     }
 
+    /// Names the ET node that issues `flow` (one of the list `new` returned), for a
+    /// backend that refuses it before the run: `why` is the backend's reason.
+    pub fn flow_error(&self, flow: &FlowRequest, why: &str) -> SystemError {
+        let (rank, node, what) = if flow.id >= self.ids.p2p_base {
+            let p = &self.m.p2p[(flow.id - self.ids.p2p_base) as usize];
+            (p.src, p.send_node, "send".to_string())
+        } else {
+            let k = self.ids.inst_base.partition_point(|&b| b <= flow.id) - 1;
+            let inst = &self.m.instances[k];
+            let members = &self.w.groups[inst.group as usize];
+            let pos = members.iter().position(|&r| r == flow.src).unwrap_or(0);
+            let what = format!(
+                "{} on group {}",
+                inst.kind.name(),
+                group_label(self.w, inst.group)
+            );
+            (members[pos], inst.nodes[pos], what)
+        };
+        let r = &self.w.ranks[rank as usize];
+        SystemError::Workload {
+            file: r.file.clone(),
+            node: r.nodes[node as usize].id,
+            message: format!(
+                "{what}: its transfer of {} bytes from rank {} to rank {} is refused by the \
+                 network backend: {why}",
+                flow.bytes, flow.src, flow.dst
+            ),
+        }
+    }
+
     pub fn run(self, net: &mut dyn Network) -> SystemResult<SystemReport> {
         let Prepared {
             w,

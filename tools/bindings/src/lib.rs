@@ -13,6 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tracefabric_packet::network_api::DrivenPacket;
 use tracefabric_packet::{SimConfig, SimError, Simulation};
 
 create_exception!(
@@ -298,10 +299,26 @@ fn simulate_system(
         }
         BackendSpec::Packet { config } => {
             // One planning pass gives both the flow list the engine declares and the run's plan.
+            // Empty transfers are not declared: the engine only carries bytes.
             let (prepared, flows) = executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
-            let sim = Simulation::new(packet_config(&config, &flows)?).map_err(to_py_err)?;
+            let declared = DrivenPacket::declared(&flows);
+            let sim = match Simulation::new(packet_config(&config, &declared)?) {
+                Ok(sim) => sim,
+                // Name the ET node behind the flow, not the engine's internal flow index.
+                Err(SimError::BadFlow {
+                    index,
+                    field,
+                    message,
+                }) => {
+                    let why = format!("field `{field}` {message}");
+                    return Err(system_err(prepared.flow_error(&declared[index], &why)));
+                }
+                Err(e) => return Err(to_py_err(e)),
+            };
+            drop(declared);
+            let mut net =
+                DrivenPacket::new(sim, &flows).map_err(|e| bad_input("packet backend", e))?;
             drop(flows);
-            let mut net = tracefabric_packet::network_api::DrivenPacket::new(sim);
             let r = py.allow_threads(|| prepared.run(&mut net));
             let rep = net.sim.driven_report();
             packet_report = Some((
