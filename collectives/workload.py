@@ -53,6 +53,15 @@ def _int_value(v: Any, key: str, where: str) -> int:
         raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None
 
 
+def _split_list(splits: Any, attr: str, where: str) -> list[int]:
+    if not isinstance(splits, list):
+        raise ConfigError(f"{where}: attribute {attr!r} = {splits!r}: expected a list of bytes per group rank", attr)
+    out = [_int_value(x, attr, where) for x in splits]
+    if any(b < 0 for b in out):
+        raise ConfigError(f"{where}: {attr} {splits}: expected bytes >= 0", attr)
+    return out
+
+
 def _duration(ps: int, field: str, where: str) -> int:
     if ps >= _core.CLOCK_LIMIT_PS:  # the simulators' clock: no single node may take longer
         raise ConfigError(f"{where}: {field} gives {ps / 1e12:.3e} s, past the simulators' picosecond clock "
@@ -116,14 +125,11 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if size < 0:
                     raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")
                 node.update(kind="collective", collective=COLLECTIVES[kind_name], bytes=size, group=group)
-                if "comm_split_sizes" in a:
-                    splits = a["comm_split_sizes"]
-                    if not isinstance(splits, list):
-                        raise ConfigError(f"{where}: attribute 'comm_split_sizes' = {splits!r}: expected a list of bytes "
-                                          "per group rank", "comm_split_sizes")
-                    node["split_bytes"] = [_int_value(x, "comm_split_sizes", where) for x in splits]
-                    if any(b < 0 for b in node["split_bytes"]):
-                        raise ConfigError(f"{where}: comm_split_sizes {splits}: expected bytes >= 0", "comm_split_sizes")
+                # All-to-all-v: bytes to (and from) each group rank; the system layer checks
+                # that what one rank sends is what its peer expects.
+                for attr, key in (("comm_split_sizes", "split_bytes"), ("comm_recv_split_sizes", "recv_split_bytes")):
+                    if attr in a:
+                        node[key] = _split_list(a[attr], attr, where)
             elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
                 field = "comm_dst" if n.type == "COMM_SEND_NODE" else "comm_src"
                 if field not in a:

@@ -495,6 +495,64 @@ def test_deadlock_is_reported_not_hung(tmp_path):
     wl = _write_ranks(tmp_path, [r0, r1, [_coll(0, "ALL_REDUCE", 1024)], [_coll(0, "ALL_REDUCE", 1024)]])
     with pytest.raises(SimulationError, match=r"deadlock: rank 0 has 2 nodes that can never run; .*t\.0\.et: node 0: its receive from rank 1 never gets its data"):
         simulate(wl, BARE_SYSTEM, NET4)
+    # `trace validate` finds the same deadlock without running (it used to pass this trace).
+    from tracefabric.traces import validate as v
+    found = v.problems(*v.load(wl))
+    waits = "(all_reduce0): its ALL_REDUCE 1024 B (collective #0 on group '') waits for ranks [0] that never issue theirs"
+    assert found == [f"rank 0 ({tmp_path / 't.0.et'}): deadlock: 2 node(s) can never run; node 0 (recv): its receive "
+                     "from rank 1 never gets its data (the send never issues)",
+                     f"rank 1 ({tmp_path / 't.1.et'}): deadlock: 2 node(s) can never run; node 0 {waits}",
+                     f"rank 2 ({tmp_path / 't.2.et'}): deadlock: 1 node(s) can never run; node 0 {waits}",
+                     f"rank 3 ({tmp_path / 't.3.et'}): deadlock: 1 node(s) can never run; node 0 {waits}"]
+    # On many ranks, the first few are named and the rest counted.
+    wl = _write_ranks(tmp_path / "wide", [r0, r1] + [[_coll(0, "ALL_REDUCE", 1024)]] * 10)
+    found = v.problems(*v.load(wl))
+    assert len(found) == 9 and found[-1] == "deadlock: 4 more rank(s) have nodes that can never run"
+
+
+def test_collectives_issued_in_opposite_orders_on_two_groups_deadlock_in_run_and_validate(tmp_path):
+    # Rank 0 issues group a's all-reduce, then b's; rank 1 the reverse, each after the other:
+    # neither collective ever has all its members.
+    from tracefabric.traces import validate as v
+    r0 = [_coll(0, "ALL_REDUCE", 64, pg="a"), _coll(1, "ALL_REDUCE", 64, [0], pg="b")]
+    r1 = [_coll(0, "ALL_REDUCE", 64, pg="b"), _coll(1, "ALL_REDUCE", 64, [0], pg="a")]
+    wl = _write_ranks(tmp_path, [r0, r1])
+    (tmp_path / "comm_groups.json").write_text(json.dumps({"a": [0, 1], "b": [0, 1]}))
+    net2 = {**NET4, "npus_count": [2]}
+    with pytest.raises(SimulationError, match=r"deadlock: rank 0 has 2 nodes .* its all_reduce on group `a` waits for ranks \[1\]"):
+        simulate(wl, BARE_SYSTEM, net2)
+    found = v.problems(*v.load(wl))
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "deadlock: 2 node(s) can never run; node 0 (all_reduce0): its ALL_REDUCE 64 B (collective #0 on group 'a') "
+        "waits for ranks [1] that never issue theirs",
+        "deadlock: 2 node(s) can never run; node 0 (all_reduce0): its ALL_REDUCE 64 B (collective #0 on group 'b') "
+        "waits for ranks [0] that never issue theirs"]
+    # The same two ranks issuing in one order: no problem, and the run ends.
+    ok = _write_ranks(tmp_path / "ok", [r0, [_coll(0, "ALL_REDUCE", 64, pg="a"), _coll(1, "ALL_REDUCE", 64, [0], pg="b")]])
+    (tmp_path / "ok" / "comm_groups.json").write_text(json.dumps({"a": [0, 1], "b": [0, 1]}))
+    assert v.problems(*v.load(ok)) == []
+    assert simulate(ok, BARE_SYSTEM, net2).iteration_ns > 0
+
+
+def test_validate_checks_split_lengths_and_durations_as_run_does(tmp_path):
+    from tracefabric.traces import validate as v
+    a2a = _coll(0, "ALL_TO_ALL", 30)
+    a2a.attrs["comm_split_sizes"] = [10, 20]  # 3 ranks
+    wl = _write_ranks(tmp_path / "a", [[a2a]] * 3)
+    found = v.problems(*v.load(wl))
+    assert found == [f"group '': rank {r}: node 0 (all_to_all0): comm_split_sizes has 2 entries, expected one per group "
+                     "member (3)" for r in range(3)]
+    with pytest.raises(ConfigError, match=r"comm_split_sizes has 2 entries, expected one per group member \(3\)"):
+        simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [3]})
+    # 2^62 ps is 4,611,686 s: one microsecond more than that is past the clock.
+    micros = 2**62 // 10**6 + 1
+    wl = _write_ranks(tmp_path / "d", [[_comp(0, micros)], [_comp(0, 1)]])
+    assert v.problems(*v.load(wl)) == [f"rank 0 ({tmp_path / 'd' / 't.0.et'}): node 0 (comp0): duration_micros = {micros} "
+                                       "is past the simulators' picosecond clock (2^62 ps, 53 days)"]
+    with pytest.raises(ConfigError, match=r"duration_micros gives 4\.612e\+06 s, past the simulators' picosecond clock"):
+        simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [2]})
+    ok = _write_ranks(tmp_path / "ok", [[_comp(0, micros - 1)], [_comp(0, 1)]])
+    assert v.problems(*v.load(ok)) == []
 
 
 def test_corrupt_trace_names_the_file(tmp_path):
@@ -608,6 +666,33 @@ def test_ill_typed_et_attributes_are_named_with_the_node(tmp_path, attrs, field,
     with pytest.raises(ConfigError, match=re.escape(message)) as e:
         simulate(wl, BARE_SYSTEM, NET4)
     assert e.value.field == field and "t.0.et: node 0" in str(e.value)
+
+
+def test_all_to_all_v_receive_splits_must_match_what_peers_send(tmp_path):
+    # 3 ranks; rank r sends sends[r][j] B to rank j, and expects recvs[r][i] from rank i. `run`
+    # used to ignore comm_recv_split_sizes, so a mismatch (what `trace validate` refuses) ran.
+    sends = [[0, 100, 200], [300, 0, 400], [500, 600, 0]]
+
+    def a2av(recvs):
+        def node(r):
+            n = _coll(4 + r, "ALL_TO_ALL", sum(sends[r]))
+            n.attrs.update(comm_split_sizes=sends[r], comm_recv_split_sizes=recvs[r])
+            return n
+        return _write_ranks(tmp_path / str(len(list(tmp_path.iterdir()))), [[node(r)] for r in range(3)])
+
+    transpose = [[sends[i][r] for i in range(3)] for r in range(3)]
+    net3 = {**NET4, "npus_count": [3]}
+    ok = simulate(a2av(transpose), BARE_SYSTEM, net3, backend="analytical:astra-unaware")
+    # Direct, one chunk: every rank's sends leave at once; the largest message, 600 B, sets the CCT.
+    assert ok.collectives["cct_ns"].iloc[0] == int(2 * 1000 + 600 / (100 * GB))
+    wrong = [row[:] for row in transpose]
+    wrong[2][1] = 999  # rank 2 expects 999 B from rank 1, which sends it 400
+    with pytest.raises(ConfigError, match=r"t\.2\.et: node 6: all-to-all-v: this rank expects 999 bytes from rank 1 "
+                                          r"\(comm_recv_split_sizes\), but that rank sends it 400 \(.*t\.1\.et node 5, "
+                                          r"comm_split_sizes\)"):
+        simulate(a2av(wrong), BARE_SYSTEM, net3, backend="analytical:astra-unaware")
+    with pytest.raises(ConfigError, match=r"comm_recv_split_sizes has 2 entries, expected one per group member \(3\)"):
+        simulate(a2av([r[:2] for r in transpose]), BARE_SYSTEM, net3, backend="analytical:astra-unaware")
 
 
 def test_a_node_type_chakra_does_not_define_is_named(tmp_path):

@@ -336,7 +336,7 @@ def trace_validate(
         console.print(f"[red]{p}[/red]")
     if found:
         raise typer.Exit(1)
-    console.print(f"{len(traces)} ranks valid: schema {traces[0].meta.get('version')}, acyclic, collectives match across every group")
+    console.print(f"{len(traces)} ranks valid: schema {traces[0].meta.get('version')}, acyclic, collectives match across every group, no deadlock")
 
 
 Backend = Annotated[str, typer.Option(help="analytical:astra-unaware | analytical:astra-aware | analytical:flow | packet")]

@@ -3,8 +3,10 @@
 Validation reports every problem it finds, each naming the rank, file, node id and field:
 unsupported schema version, duplicate node ids, dependencies on missing nodes or on the node
 itself, dependency cycles, communication nodes without the attributes a simulator needs,
-collective sequences that differ between the ranks of a group (type, size, all-to-all splits),
-and sends without a matching receive.
+collective sequences that differ between the ranks of a group (type, size, all-to-all splits
+and their lengths), sends without a matching receive, durations past the simulators' clock,
+and, when all that is consistent, nodes that could never run (a receive whose send waits on
+it, collectives issued in opposite orders on two groups): the deadlocks `run` would report.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _core
 from ..astra_configs.formats import read_comm_groups
 from ..errors import ConfigError
 from .chakra_io import COMM_TYPES, SCHEMA_VERSION, EtNode, comm_type_name, read_trace
@@ -172,6 +175,8 @@ def problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]
         out += _rank_problems(t, groups)
     out += _group_problems(traces, groups)
     out += _p2p_problems(traces)
+    if not out:  # the order check assumes consistent graphs, sequences and pairs
+        out += _deadlock_problems(traces, groups)
     return out
 
 
@@ -223,6 +228,9 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
         out.append(f"{where}: GlobalMetadata field 'version' is {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
     out += [f"{where}: {message}" for _, message in graph_problems(t.nodes)]
     for n in t.nodes:
+        if n.duration_micros * 1_000_000 >= _core.CLOCK_LIMIT_PS:
+            out.append(f"{where}: node {n.id} ({n.name}): duration_micros = {n.duration_micros} is past the simulators' "
+                       "picosecond clock (2^62 ps, 53 days)")
         if n.type in COMM_NODES:
             need = {"COMM_COLL_NODE": ("comm_type", "comm_size"), "COMM_SEND_NODE": ("comm_dst", "comm_size"),
                     "COMM_RECV_NODE": ("comm_src", "comm_size")}[n.type]
@@ -278,8 +286,18 @@ def _group_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> li
 
 
 def _all_to_all_problems(g: str, members: list[int], per: dict[int, list[EtNode]]) -> list[str]:
-    """What rank a sends to group rank j must be what rank members[j] receives from a."""
+    """Split lists have one entry per group member, and what rank a sends to group rank j
+    must be what rank members[j] receives from a."""
     out = []
+    for r, seq in per.items():
+        for n in seq:
+            for attr in ("comm_split_sizes", "comm_recv_split_sizes"):
+                splits = n.attrs.get(attr)
+                if isinstance(splits, list) and len(splits) != len(members):
+                    out.append(f"group {g!r}: rank {r}: node {n.id} ({n.name}): {attr} has {len(splits)} entries, "
+                               f"expected one per group member ({len(members)})")
+    if out:
+        return out
     for k in range(min(len(s) for s in per.values())):
         nodes = {r: s[k] for r, s in per.items()}
         if not all("comm_recv_split_sizes" in n.attrs for n in nodes.values()):
@@ -311,4 +329,102 @@ def _p2p_problems(traces: list[RankTrace]) -> list[str]:
             src, dst, tag, size = key
             out.append(f"send/recv rank {src} -> rank {dst} (tag {tag}, {size} B): {sends[key]} send(s), "
                        f"{recvs[key]} receive(s): a simulator would deadlock")
+    return out
+
+
+DEADLOCK_RANKS_SHOWN = 8  # a deadlock on 1,000 ranks is one problem, not 1,000 lines
+
+
+def _deadlock_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]:
+    """Nodes that can never run, found as `run` would find them, without timing: play every
+    rank's graph with collectives matched by their place in their group's sequence (ready
+    once every member has issued theirs) and receives matched to sends by (src, dst, tag) in
+    node order (ready once the send has issued). Sends and other nodes never wait."""
+    by_rank = {t.rank: t for t in traces}
+    index = {t.rank: {n.id: i for i, n in enumerate(t.nodes)} for t in traces}
+    waiting = {t.rank: [len({d for d in _deps(n) if d != n.id}) for n in t.nodes] for t in traces}
+    users: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for t in traces:
+        for i, n in enumerate(t.nodes):
+            for d in {d for d in _deps(n) if d != n.id}:
+                users[(t.rank, index[t.rank][d])].append(i)
+    # Collective instances: (group, k) -> [(rank, node index)], in member order.
+    instance_of: dict[tuple[int, int], tuple[str, int]] = {}
+    members_of: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    seen: Counter = Counter()
+    pair_of: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+    for t in traces:
+        for i, n in enumerate(t.nodes):
+            if n.type == "COMM_COLL_NODE":
+                name = str(n.attrs.get("pg_name", ""))
+                g = "" if name not in groups and name in WORLD_NAMES else name
+                key = (g, seen[(g, t.rank)])
+                seen[(g, t.rank)] += 1
+                instance_of[(t.rank, i)] = key
+                members_of[key].append((t.rank, i))
+            elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
+                send = n.type == "COMM_SEND_NODE"
+                src, dst = (t.rank, n.attrs["comm_dst"]) if send else (n.attrs["comm_src"], t.rank)
+                key = (src, dst, n.attrs.get("comm_tag", 0), send)
+                pair_of[(t.rank, i)] = (*key[:3], seen[key])
+                seen[key] += 1
+    world = sorted(by_rank)
+    group_size = {key: len(groups.get(key[0]) or world) for key in members_of}
+    issued: Counter = Counter()
+    sent: set = set()
+    recv_waiting: dict[tuple[int, int, int, int], tuple[int, int]] = {}
+    done = {t.rank: [False] * len(t.nodes) for t in traces}
+    ready = [(r, i) for r, w in waiting.items() for i, k in enumerate(w) if k == 0]
+
+    def finish(r: int, i: int) -> None:
+        done[r][i] = True
+        for u in users[(r, i)]:
+            waiting[r][u] -= 1
+            if waiting[r][u] == 0:
+                ready.append((r, u))
+
+    while ready:
+        r, i = ready.pop()
+        node = by_rank[r].nodes[i]
+        if node.type == "COMM_COLL_NODE":
+            key = instance_of[(r, i)]
+            issued[key] += 1
+            if issued[key] == group_size[key]:
+                for m in members_of[key]:
+                    finish(*m)
+        elif node.type == "COMM_RECV_NODE":
+            pair = pair_of[(r, i)]
+            if pair in sent:
+                finish(r, i)
+            else:
+                recv_waiting[pair] = (r, i)
+        else:
+            if node.type == "COMM_SEND_NODE":
+                pair = pair_of[(r, i)]
+                sent.add(pair)
+                if pair in recv_waiting:
+                    finish(*recv_waiting.pop(pair))
+            finish(r, i)
+    out = []
+    for t in traces:
+        stuck = [i for i, k in enumerate(waiting[t.rank]) if k == 0 and not done[t.rank][i]]
+        if not stuck:
+            continue
+        why = []
+        for i in stuck[:3]:
+            n = t.nodes[i]
+            if n.type == "COMM_RECV_NODE":
+                why.append(f"node {n.id} ({n.name}): its receive from rank {n.attrs['comm_src']} never gets its data "
+                           "(the send never issues)")
+            else:
+                key = instance_of[(t.rank, i)]
+                issuers = {m for m, j in members_of[key] if waiting[m][j] == 0}
+                missing = [m for m in (groups.get(key[0]) or world) if m not in issuers]
+                why.append(f"node {n.id} ({n.name}): its {describe(n)} (collective #{key[1]} on group {key[0]!r}) "
+                           f"waits for ranks {missing[:8]} that never issue theirs")
+        blocked = sum(1 for d in done[t.rank] if not d)
+        out.append(f"rank {t.rank} ({t.path}): deadlock: {blocked} node(s) can never run; " + "; ".join(why))
+    if len(out) > DEADLOCK_RANKS_SHOWN:
+        more = len(out) - DEADLOCK_RANKS_SHOWN
+        out = out[:DEADLOCK_RANKS_SHOWN] + [f"deadlock: {more} more rank(s) have nodes that can never run"]
     return out

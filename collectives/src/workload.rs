@@ -47,6 +47,9 @@ pub struct NodeInput {
     /// All-to-all-v: bytes this rank sends to each position of the group.
     #[serde(default)]
     pub split_bytes: Option<Vec<u64>>,
+    /// All-to-all-v: bytes this rank expects from each position of the group.
+    #[serde(default)]
+    pub recv_split_bytes: Option<Vec<u64>>,
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -344,6 +347,7 @@ fn match_collectives(w: &WorkloadInput, link: &mut [Vec<u32>]) -> SystemResult<V
                     "all-to-all-v: this rank gives no comm_split_sizes while others do".into(),
                 ));
             }
+            check_receive_splits(w, members, &lists, k, matrix.as_deref())?;
             instances.push(Instance {
                 group: g,
                 seq: k as u32,
@@ -417,6 +421,57 @@ fn match_point_to_point(
         return Err(err(w, dst, list[0], format!("receive from rank {src} (tag {tag}) has no matching send in {}: it would wait forever", w.ranks[src as usize].file)));
     }
     Ok(pairs)
+}
+
+/// All-to-all-v: what each rank expects from a peer (`comm_recv_split_sizes`, where the
+/// trace gives it) must be what that peer sends it (its `comm_split_sizes`).
+fn check_receive_splits(
+    w: &WorkloadInput,
+    members: &[u32],
+    lists: &[&[u32]],
+    k: usize,
+    matrix: Option<&[u64]>,
+) -> SystemResult<()> {
+    let n = members.len();
+    for (p, &r) in members.iter().enumerate() {
+        let node = &w.ranks[r as usize].nodes[lists[p][k] as usize];
+        let Some(expected) = &node.recv_split_bytes else {
+            continue;
+        };
+        let Some(matrix) = matrix else {
+            return Err(err(
+                w,
+                r,
+                lists[p][k],
+                "comm_recv_split_sizes without comm_split_sizes: an all-to-all-v gives both".into(),
+            ));
+        };
+        if expected.len() != n {
+            return Err(err(
+                w,
+                r,
+                lists[p][k],
+                format!(
+                    "comm_recv_split_sizes has {} entries, expected one per group member ({n})",
+                    expected.len()
+                ),
+            ));
+        }
+        for (a, &want) in expected.iter().enumerate() {
+            let sent = matrix[a * n + p];
+            if sent != want {
+                let sender = &w.ranks[members[a] as usize];
+                return Err(err(w, r, lists[p][k], format!(
+                    "all-to-all-v: this rank expects {want} bytes from rank {} (comm_recv_split_sizes), \
+                     but that rank sends it {sent} ({} node {}, comm_split_sizes)",
+                    members[a],
+                    sender.file,
+                    sender.nodes[lists[a][k] as usize].id
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub fn group_label(w: &WorkloadInput, g: u32) -> String {
