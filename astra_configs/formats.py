@@ -336,9 +336,10 @@ class RemoteMemory:
     bandwidth_gbps: float = 0.0
     raw: dict[str, Any] = field(default_factory=lambda: {"memory-type": "NO_MEMORY_EXPANSION"})
 
-    def access_ps(self, tensor_bytes: int) -> int:
-        """Time of one remote load/store (requests do not queue: ASTRA-sim's PER_NPU model)."""
-        return round((self.latency_ns + tensor_bytes / (self.bandwidth_gbps * 1e9) * 1e9) * 1000)
+    def access_ps(self, tensor_bytes: int) -> float:
+        """Time of one remote load/store (requests do not queue: ASTRA-sim's PER_NPU model);
+        a float, so that a tiny bandwidth gives inf for the caller to refuse, not an OverflowError."""
+        return (self.latency_ns + tensor_bytes / self.bandwidth_gbps) * 1000
 
 
 def read_memory(path: str | Path | None) -> RemoteMemory:

@@ -5,13 +5,14 @@ or the roofline when the system config enables it)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, from_system
 from ..traces.chakra_io import EtNode, comm_type_name
 from ..traces.validate import RankTrace, graph_problems, group_problem, load
 
@@ -69,6 +70,15 @@ def _duration(ps: int, field: str, where: str) -> int:
     return ps
 
 
+def _memory_ps(memory: RemoteMemory, size: int, where: str) -> int:
+    ps = memory.access_ps(size)
+    if ps >= _core.CLOCK_LIMIT_PS:  # the size, the memory's bandwidth or its latency: name all three
+        raise ConfigError(f"{where}: a remote access of tensor_size = {size} B at remote-mem-bw = {memory.bandwidth_gbps:g} "
+                          f"GB/s and remote-mem-latency = {memory.latency_ns:g} ns takes {ps / 1e12:.3e} s, past the "
+                          "simulators' picosecond clock (2^62 ps, 53 days)", "tensor_size")
+    return round(ps)
+
+
 def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
     a = node.attrs
     num_ops, tensor = _int_attr(a, "num_ops", where), _int_attr(a, "tensor_size", where)
@@ -79,6 +89,16 @@ def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
         return _duration(int(min(ns, _core.CLOCK_LIMIT_PS)) * 1000, "num_ops", where)
     # ASTRA-sim runs a zero-length compute node for 1 ns.
     return _duration(max(int(node.duration_micros) * 1_000_000, 1000), "duration_micros", where)
+
+
+def check(w: Workload, cfg: SystemConfig, memory: RemoteMemory, dims: list[int]) -> None:
+    """Everything `run` checks before it starts, without running: each node's attributes,
+    collectives matched across their groups, send/recv pairs, and every collective planned
+    with the system config's algorithms on `dims` (NPUs per network dimension)."""
+    try:
+        _core.check_system(json.dumps(engine_input(w, cfg, memory)), json.dumps(cfg.for_engine(dims, astra_blocks=True)))
+    except _core.SystemError as e:
+        raise from_system(e, cfg.path) from None
 
 
 def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[str, Any]:
@@ -104,8 +124,7 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
                                       "NO_MEMORY_EXPANSION", "memory-type")
-                node.update(kind="memory", duration_ps=_duration(memory.access_ps(_int_attr(a, "tensor_size", where)),
-                                                                 "tensor_size", where))
+                node.update(kind="memory", duration_ps=_memory_ps(memory, _int_attr(a, "tensor_size", where), where))
             elif n.type == "COMM_COLL_NODE":
                 if "comm_type" not in a:
                     raise ConfigError(f"{where}: collective without attribute 'comm_type'", "comm_type")

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..astra_configs.formats import AstraNetwork, RemoteMemory, SystemConfig, write_network, write_system
-from ..collectives.workload import Workload
+from ..collectives.workload import Workload, check
 from ..errors import ConfigError, TracefabricError
 from ..traces.chakra_io import _framed, read_pb_trace
 from chakra.schema.protobuf import et_def_pb2 as pb
@@ -73,9 +73,11 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
            out: str | Path, prefix: str = "workload") -> dict[str, Path]:
     """Write ETs, system JSON, network YAML, memory JSON, comm-group JSON and run.sh."""
     out = Path(out)
-    (out / "workload").mkdir(parents=True, exist_ok=True)
     if network.npus != workload.ranks:
         raise ConfigError(f"{network.path}: the network has {network.npus} NPUs but the workload has {workload.ranks} ranks", "npus_count")
+    # What `run` refuses, ASTRA-sim would too (or fail less clearly): check before writing.
+    check(workload, system, memory, list(network.npus_count))
+    (out / "workload").mkdir(parents=True, exist_ok=True)
     # ASTRA-sim: group ids are positive integers; a group equal to the world is its default.
     world = list(range(workload.ranks))
     group_ids: dict[str, str] = {}

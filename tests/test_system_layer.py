@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tracefabric import _core
-from tracefabric.astra_configs.formats import read_network, read_system
+from tracefabric.astra_configs.formats import read_memory, read_network, read_system
 from tracefabric.collectives.microbenchmark import write_microbenchmark
 from tracefabric.collectives.workload import engine_input, read_workload
 from tracefabric.astra_configs.formats import RemoteMemory
@@ -480,12 +480,30 @@ def test_run_and_trace_validate_read_pg_name_by_one_rule(tmp_path):
     assert runs[0][1] == runs[1][1] == runs[2][1] > 0
 
 
-def test_algorithm_that_cannot_run_on_the_group(tmp_path):
-    wl = write_microbenchmark(tmp_path, 6, "all_reduce", 6 << 10)
+def test_algorithm_that_cannot_run_on_the_group(tmp_path, shared):
+    # The system file is at fault: the error names it and its key, then the collective that needs it.
+    wl = write_microbenchmark(tmp_path / "w", 6, "all_reduce", 6 << 10)
     net = {**NET4, "npus_count": [6]}
-    with pytest.raises(ConfigError, match=r"all_reduce\.0\.et: node 0: all_reduce on group `world`: system config "
-                                          r"`all-reduce-implementation`: algorithm `halving_doubling` needs a power-of-two group size, got 6 ranks"):
-        simulate(wl, {**BARE_SYSTEM, "all-reduce-implementation": ["halvingDoubling"]}, net)
+    sys_file = tmp_path / "sys.json"
+    sys_file.write_text(json.dumps({**BARE_SYSTEM, "all-reduce-implementation": ["halvingDoubling"]}))
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(sys_file))}: system config `all-reduce-implementation`: algorithm "
+                                          r"`halving_doubling` needs a power-of-two group size, got 6 ranks, for the all_reduce on "
+                                          r"group `world` \(.*all_reduce\.0\.et node 0\)$") as e:
+        simulate(wl, sys_file, net)
+    assert e.value.field == "all-reduce-implementation"
+    # Too few entries for a 2-dimensional network: `run` refuses it, and so does `astra export`, which
+    # used to write the directory for ASTRA-sim to fail on.
+    f = fixture_paths(shared, 8, 4)
+    net2d = tmp_path / "net2d.yml"
+    net2d.write_text("topology: [Ring, Switch]\nnpus_count: [2, 4]\nbandwidth: [50, 50]\nlatency: [500, 500]\n")
+    want = r"sys_ring_4chunks\.json: system config `all-reduce-implementation`: 1 entries, but dimension 1 needs one " \
+           r"\(the network has 2 dimensions\)"
+    with pytest.raises(ConfigError, match=want):
+        simulate(f["workload"], f["system"], net2d)
+    with pytest.raises(ConfigError, match=want):
+        astra_sim.export(read_workload(f["workload"]), read_system(f["system"]), read_network(net2d), read_memory(None),
+                         tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_deadlock_is_reported_not_hung(tmp_path):
@@ -757,6 +775,13 @@ def test_memory_nodes_need_remote_memory(tmp_path):
     mem.write_text(json.dumps({"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-bandwidth": 10}))
     with pytest.raises(ConfigError, match=r"mem\.json: unknown key 'remote-mem-bandwidth'; expected one of: memory-type"):
         simulate(wl, BARE_SYSTEM, NET4, memory=mem)
+    # Past the clock, the error names the size, the bandwidth and the latency (it blamed tensor_size
+    # alone), and a denormal bandwidth is refused as inf, not an OverflowError. 1 MB at 1e-10 GB/s (0.1 B/s) is 1e7 s.
+    for bw, took in ((1e-10, r"1\.000e\+07 s"), (5e-324, "inf s")):
+        mem.write_text(json.dumps({"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-latency": 100, "remote-mem-bw": bw}))
+        with pytest.raises(ConfigError, match=rf"t\.0\.et: node 0 \('load'\): a remote access of tensor_size = 1000000 B at "
+                                              rf"remote-mem-bw = {bw:g} GB/s and remote-mem-latency = 100 ns takes {took}, past"):
+            simulate(wl, BARE_SYSTEM, NET4, memory=mem)
 
 
 def test_inspect_and_validate_read_unknown_comm_types_empty_ranks_and_missing_sizes(tmp_path):
@@ -776,6 +801,16 @@ def test_inspect_and_validate_read_unknown_comm_types_empty_ranks_and_missing_si
     assert sum("lacks attribute 'comm_size'" in p for p in v.problems(traces, groups)) == 4
     with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('coll0'\): collective without attribute 'comm_size'"):
         simulate(wl, BARE_SYSTEM, NET4)
+    # `astra export` checks what `run` checks: it used to write this workload, and a negative size.
+    from tracefabric.astra_configs.formats import check_network, check_system
+    export = lambda w: astra_sim.export(read_workload(w), check_system(BARE_SYSTEM), check_network(NET4), read_memory(None),
+                                        tmp_path / "exp")
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('coll0'\): collective without attribute 'comm_size'"):
+        export(wl)
+    negative = EtNode(0, "coll0", "COMM_COLL_NODE", attrs={"comm_type": COMM_TYPES["ALL_REDUCE"], "comm_size": -8})
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('coll0'\): comm_size = -8: expected bytes >= 0"):
+        export(_write_ranks(tmp_path / "negative", [[negative]] * 4))
+    assert not (tmp_path / "exp").exists()
 
 
 def test_astra_parse_names_a_binary_file_instead_of_a_unicode_traceback(tmp_path):

@@ -340,15 +340,17 @@ fn flow_layout(
             let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
             let phases = plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, layout)
                 .map_err(|e| match e {
+                    // The system file is at fault; the collective says why its key matters.
                     SystemError::Config { field, message } => {
-                        let node = inst.nodes[0];
-                        SystemError::Workload {
-                            file: w.ranks[members[0] as usize].file.clone(),
-                            node: w.ranks[members[0] as usize].nodes[node as usize].id,
+                        let rank = &w.ranks[members[0] as usize];
+                        SystemError::Config {
+                            field,
                             message: format!(
-                                "{} on group {}: system config `{field}`: {message}",
+                                "{message}, for the {} on group {} ({} node {})",
                                 inst.kind.name(),
-                                group_label(w, inst.group)
+                                group_label(w, inst.group),
+                                rank.file,
+                                rank.nodes[inst.nodes[0] as usize].id
                             ),
                         }
                     }

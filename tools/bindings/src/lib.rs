@@ -258,6 +258,20 @@ fn packet_config(
     SimConfig::from_json(&v.to_string()).map_err(to_py_err)
 }
 
+/// Check a workload against a system config as `simulate_system` does before it runs:
+/// collectives matched across groups, point-to-point pairs, and every collective planned
+/// with the configured algorithms. Raises SystemError; returns None.
+#[pyfunction]
+fn check_system(py: Python<'_>, workload_json: &str, system_json: &str) -> PyResult<()> {
+    use tracefabric_collectives::{executor, system::SystemConfig, workload::WorkloadInput};
+    let w: WorkloadInput =
+        serde_json::from_str(workload_json).map_err(|e| bad_input("workload", e))?;
+    let cfg: SystemConfig =
+        serde_json::from_str(system_json).map_err(|e| bad_input("system config", e))?;
+    py.allow_threads(|| executor::Prepared::new(&w, &cfg, false).map(|_| ()))
+        .map_err(system_err)
+}
+
 /// Run a workload (per-rank ET graphs, JSON) through the system layer on a network backend.
 #[pyfunction]
 fn simulate_system(
@@ -434,6 +448,7 @@ fn collective_flows(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_system, m)?)?;
     m.add_function(wrap_pyfunction!(collective_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(check_system, m)?)?;
     m.add("SystemError", m.py().get_type::<SystemError>())?;
     // One clock limit for every layer, so Python refuses inputs at the same point as Rust.
     m.add("CLOCK_LIMIT_PS", tracefabric_netapi::CLOCK_LIMIT_PS)?;
