@@ -215,7 +215,7 @@ def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | Pa
             if key not in PACKET_NETWORK_KEYS:
                 raise ConfigError(f"{path}: unknown key {key!r} in a packet-fabric network; expected one of: "
                                   f"{', '.join(PACKET_NETWORK_KEYS)}", key)
-        return PacketFabric(dict(raw), path, _fabric_hosts(raw["topology"], path))
+        return PacketFabric(dict(raw), path, fabric_hosts(raw["topology"], path))
     for key in raw:
         if key not in NETWORK_KEYS:
             raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(NETWORK_KEYS)}", key)
@@ -242,7 +242,7 @@ def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | Pa
                         [float(v) for v in raw["latency"]], path)
 
 
-def _fabric_hosts(topo: dict[str, Any], path: str) -> int:
+def fabric_hosts(topo: dict[str, Any], path: str) -> int:
     """The fabric's host count, to name a workload too large for it; 0 when an ill-typed value
     leaves it unknown (the engine then names that field)."""
     kind = topo.get("kind")

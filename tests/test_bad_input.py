@@ -84,6 +84,9 @@ def test_bad_sizes_and_config_fields():
     ("Nodes 16\nConnections 1\n0->3 id 1 start 0 size big\n", 3, "size"),
     ("Nodes 4\nConnections 1\n0->9 id 1 start 0 size 10\n", 3, "Nodes"),
     ("Nodes 16\nConnections 2\n0->3 id 1 start 0 size 10\n", None, "Connections"),
+    # Headers and flow ids given twice (the last header silently won; htsim's triggers name flows by id).
+    ("Nodes 16\nConnections 1\nNodes 128\n0->3 id 1 start 0 size 10\n", 3, "Nodes"),
+    ("Nodes 16\nConnections 2\n0->3 id 7 start 0 size 10\n1->2 id 7 start 0 size 10\n", 4, "id"),
 ])
 def test_malformed_connection_matrix_names_line_and_field(tmp_path, body, line, field):
     p = tmp_path / "bad.cm"
@@ -164,7 +167,11 @@ def test_flow_files_refuse_bad_numbers_repeats_and_unknown_fields(tmp_path, name
     # Host 500 does not exist on k=4 (hosts 0..15): only the engine knows; it names flow 1.
     ("oob.csv", "src,dst,bytes\n0,1,4096\n2,500,4096\n", 3, "dst", "field `dst` is host 500, but the topology has hosts 0..15"),
     ("self.csv", "src,dst,bytes\n0,1,4096\n3,3,4096\n", 3, "dst", "field `dst` equals src"),
-    ("zero.cm", "Nodes 16\nConnections 1\n5->6 id 1 start 0 size 0\n", 3, "bytes", "field `bytes`"),
+    # The engine's `bytes` is a connection matrix's `size` (it was named `bytes`).
+    ("zero.cm", "Nodes 16\nConnections 1\n5->6 id 1 start 0 size 0\n", 3, "size", "field `size` must be > 0"),
+    # htsim builds its fabric from `Nodes`: a matrix written for 128 hosts is not run on k=4's 16.
+    ("big.cm", "# written for k=8\nNodes 128\nConnections 1\n5->6 id 1 start 0 size 10\n", 2, "Nodes",
+     "`Nodes 128`, but the fabric has 16 hosts"),
 ])
 def test_engine_errors_about_a_file_flow_name_the_file_and_line(tmp_path, name, body, line, field, message):
     p = tmp_path / name

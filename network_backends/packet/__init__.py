@@ -20,7 +20,8 @@ from ... import _core
 from ...astra_configs import load_scheme_preset
 from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
 from ...specs import topology_config, traffic_config, traffic_file_path
-from .traffic_files import flow_line
+from ...astra_configs.formats import fabric_hosts
+from .traffic_files import connection_matrix_nodes, file_field, flow_line
 
 __all__ = ["simulate", "build_config", "PacketResults", "scheme_names"]
 
@@ -85,7 +86,18 @@ def build_config(
     bad = _first_non_finite(cfg)
     if bad:
         raise ConfigError(f"`{bad[0]}`: expected a finite number, got {bad[1]}", bad[0])
+    _check_matrix_nodes(traffic, cfg["topology"])
     return cfg
+
+
+def _check_matrix_nodes(traffic: str | dict[str, Any], topology: dict[str, Any]) -> None:
+    """htsim sizes its fabric from a connection matrix's `Nodes N`: a file written for
+    another fabric is refused, not run on this one."""
+    path = traffic_file_path(traffic) if isinstance(traffic, str) else None
+    header = connection_matrix_nodes(path) if path else None
+    hosts = fabric_hosts(topology, "topology") if header and isinstance(topology, dict) else 0
+    if header and hosts and header[0] != hosts:
+        raise TrafficFileError(f"`Nodes {header[0]}`, but the fabric has {hosts} hosts", path, header[1], "Nodes")
 
 
 def _first_non_finite(x: Any, where: str = "") -> tuple[str, float] | None:
@@ -170,7 +182,9 @@ def traffic_file_errors(traffic: str | dict[str, Any]) -> Iterator[None]:
         if path is None:
             raise
         message = str(e).split(": ", 1)[-1]  # without the engine's "flow N: "
-        raise TrafficFileError(message, path, flow_line(path, e.index), e.field) from None
+        name = file_field(path, e.field)  # e.g. a connection matrix's `size` for `bytes`
+        message = message.replace(f"field `{e.field}`", f"field `{name}`")
+        raise TrafficFileError(message, path, flow_line(path, e.index), name) from None
 
 
 def run_config(cfg: dict[str, Any], progress: Callable[[int, int], bool | None] | None = None) -> PacketResults:

@@ -66,8 +66,8 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
         if not isinstance(rows, list):
             raise TrafficFileError("expected a list of flows or {\"flows\": [...]}", str(p), None, "flows")
         return _from_rows([(i + 1, r) for i, r in enumerate(rows)], str(p))
-    if suffix in (".cm", ".txt"):
-        return _read_connection_matrix(p)
+    if suffix in CM_SUFFIXES:
+        return _read_connection_matrix(p)[:2]
     raise TrafficFileError(f"unknown traffic file type {suffix!r} (expected .csv, .json or .cm)", str(p), None, "path")
 
 
@@ -128,10 +128,29 @@ def read_connection_matrix(path: str | Path) -> dict[str, Any]:
     return _read_connection_matrix(path)[0]
 
 
-def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]]:
+# A connection matrix's names for the engine's flow fields, for errors the engine reports.
+CM_FIELDS = {"bytes": "size", "start_ps": "start"}
+CM_SUFFIXES = (".cm", ".txt")
+
+
+def file_field(path: str | Path, field: str) -> str:
+    """What the traffic file at `path` calls the engine's flow field `field`."""
+    return CM_FIELDS.get(field, field) if Path(path).suffix.lower() in CM_SUFFIXES else field
+
+
+def connection_matrix_nodes(path: str | Path) -> tuple[int, int] | None:
+    """(N, line) of a connection matrix's `Nodes N` header, or None (another format, or no header)."""
+    if Path(path).suffix.lower() not in CM_SUFFIXES:
+        return None
+    return _read_connection_matrix(path)[2]
+
+
+def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int], tuple[int, int] | None]:
     p = str(path)
     lines: list[int] = []
     nodes = connections = None
+    header_lines: dict[str, int] = {}
+    id_lines: dict[str, int] = {}
     out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
     for line_no, raw in enumerate(Path(path).read_text().splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
@@ -142,6 +161,9 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
             parts = line.split()
             if len(parts) != 2 or not parts[1].isdigit():
                 raise TrafficFileError(f"expected `{head} <count>`, got {line!r}", p, line_no, head)
+            if head in header_lines:
+                raise TrafficFileError(f"`{head}` given twice (also on line {header_lines[head]})", p, line_no, head)
+            header_lines[head] = line_no
             if head == "Nodes":
                 nodes = int(parts[1])
             elif head == "Connections":
@@ -165,6 +187,10 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
         for key in ("start", "size"):
             if key not in fields:
                 raise TrafficFileError(f"flow has no `{key}`", p, line_no, key)
+        if "id" in fields:  # htsim's triggers name flows by id: one id, one flow
+            if fields["id"] in id_lines:
+                raise TrafficFileError(f"flow id {fields['id']} is also the id of line {id_lines[fields['id']]}", p, line_no, "id")
+            id_lines[fields["id"]] = line_no
         src, dst = (_nonneg_int(m.group(i), p, line_no, key, FIELD_MAX[key]) for i, key in ((1, "src"), (2, "dst")))
         if nodes is not None and (src >= nodes or dst >= nodes):
             raise TrafficFileError(f"host {max(src, dst)} is outside `Nodes {nodes}`", p, line_no, "Nodes")
@@ -177,4 +203,4 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
         raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")
     if not out["src"]:
         raise TrafficFileError("no flows in file", p, None, "flows")
-    return {"kind": "flows", **out}, lines
+    return {"kind": "flows", **out}, lines, None if nodes is None else (nodes, header_lines["Nodes"])
