@@ -9,6 +9,7 @@ groups get the positive integer ids ASTRA-sim's comm-group JSON needs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -162,6 +163,9 @@ def run(binary: str | Path | None, export_dir: str | Path, timeout_s: float = 36
     exe = shutil.which(str(binary)) if not path.exists() else str(path.resolve())
     if exe is None:
         raise AstraSimError(f"{binary}: no such ASTRA-sim binary.\n{HOW_TO_GET_ASTRA_SIM}")
+    if not Path(exe).is_file() or not os.access(exe, os.X_OK):  # a folder, or a file without +x
+        raise AstraSimError(f"{binary}: not an executable file; expected an ASTRA-sim analytical binary "
+                            "(AstraSim_Analytical_Congestion_Unaware or _Aware)")
     export_dir = Path(export_dir)
     if not (export_dir / "system.json").is_file():
         raise AstraSimError(f"{export_dir}: not an export directory (no system.json); run `tracefabric astra export` first")

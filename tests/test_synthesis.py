@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 
@@ -390,6 +391,14 @@ def test_cli_synthesizes_with_a_routing_file_and_names_bad_ones(tmp_path):
     (tmp_path / "bad.json").write_text('{"routing": 5}')
     res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / "bad.json")])
     assert isinstance(res.exception, ConfigError) and "expected a list of rows of token counts" in str(res.exception)
+    # The shape and the row sums are checked against the plan: those errors name the file too.
+    (tmp_path / "short.json").write_text(json.dumps({"routing": [row[:3] for row in routing]}))
+    (tmp_path / "sums.json").write_text(json.dumps({"routing": [[7, 0, 0, 0]] + routing[1:]}))
+    for name, want in (("short.json", r"routing must be an ep x ep matrix \(4 x 4\)"),
+                       ("sums.json", r"routing row 0 sums to 7 tokens; expected seq x micro_batch / tp x top_k = 8")):
+        res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / name)])
+        assert isinstance(res.exception, ConfigError) and res.exception.field == "routing"
+        assert re.match(rf"{re.escape(str(tmp_path / name))}: {want}", str(res.exception)), str(res.exception)
 
 
 @pytest.mark.parametrize("name,plan", [

@@ -126,8 +126,13 @@ def test_recursive_doubling_flows_follow_the_definition():
     assert [hd[k * n]["dst"] for k in range(6)] == [4, 2, 1, 1, 2, 4]  # partner of rank 0
     with pytest.raises(_core.SystemError, match="power-of-two group size, got 6 ranks"):
         _core.collective_flows("recursive_doubling", "all_reduce", 6, 1024)
-    with pytest.raises(_core.SystemError, match="ranks: a collective needs at least 1 rank, got 0"):
+    with pytest.raises(_core.SystemError, match=r"ranks: expected 1\.\.=4096 ranks, got 0"):
         _core.collective_flows("ring", "all_reduce", 0, 1024)  # was a division by zero (a Rust panic)
+    # Negative or oversized Python ints were OverflowErrors from the conversion; 2^40 ranks would fill memory.
+    for ranks, size, message in ((-1, 8, "ranks: expected 1..=4096 ranks, got -1"), (2**40, 8, "got 1099511627776"),
+                                 (4, -8, "bytes: expected 0..=2^64-1 bytes, got -8"), (4, 2**64, f"got {2**64}")):
+        with pytest.raises(_core.SystemError, match=re.escape(message)):
+            _core.collective_flows("ring", "all_reduce", ranks, size)
 
 
 @pytest.mark.parametrize("n", [2, 5, 8, 16, 24])
@@ -260,6 +265,13 @@ def test_astra_run_without_a_binary_says_how_to_get_one(tmp_path):
         astra_sim.run(None, tmp_path)
     with pytest.raises(astra_sim.AstraSimError, match="no such ASTRA-sim binary"):
         astra_sim.run(tmp_path / "nope", tmp_path)
+    # A folder, or a file without the execute bit, used to end as "Permission denied".
+    text = tmp_path / "notes.txt"
+    text.write_text("not a program")
+    for path in (tmp_path, text):
+        with pytest.raises(astra_sim.AstraSimError, match=rf"^{re.escape(str(path))}: not an executable file; expected an "
+                                                          "ASTRA-sim analytical binary"):
+            astra_sim.run(path, tmp_path)
 
 
 def test_astra_run_passes_the_export_and_parses_what_the_binary_prints(tmp_path, shared):

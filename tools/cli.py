@@ -209,8 +209,14 @@ def trace_synthesize(
     from .traces.synthesis import Plan, read_routing, synthesize, write
 
     _make_dir(out)
-    s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep, imbalance,
-                                          pp, microbatches, root_unit, read_routing(routing) if routing else None))
+    rows = read_routing(routing) if routing else None
+    try:
+        s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep,
+                                              imbalance, pp, microbatches, root_unit, rows))
+    except ConfigError as e:
+        if routing and e.field == "routing":  # the matrix's shape or sums: name its file
+            raise ConfigError(f"{routing}: {e}", "routing") from None
+        raise
     if durations_from is not None:
         s, report = measured_durations(s, durations_from)
         total = sum(r["compute_us"] for r in report["ranks"]) / len(report["ranks"])

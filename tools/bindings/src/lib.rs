@@ -392,14 +392,16 @@ fn simulate_system(
     Ok(out.into_any().unbind())
 }
 
+const COLLECTIVE_FLOWS_MAX_RANKS: u32 = 4096;
+
 /// The flows one collective becomes: (src, dst, bytes) per transfer, for inspection and tests.
 #[pyfunction]
 #[pyo3(signature = (algorithm, kind, ranks, bytes, exact_blocks=true))]
 fn collective_flows(
     algorithm: &str,
     kind: &str,
-    ranks: u32,
-    bytes: u64,
+    ranks: i128,
+    bytes: i128,
     exact_blocks: bool,
 ) -> PyResult<Vec<(u32, u32, u64, bool, Vec<u32>)>> {
     use tracefabric_collectives::algorithms::{by_name, CollectiveKind, CollectiveSpec};
@@ -407,12 +409,19 @@ fn collective_flows(
     let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.to_string()))
         .map_err(|e| bad_input("kind", e))?;
     let algo = by_name(algorithm).map_err(|e| bad_input("algorithm", e))?;
-    if ranks == 0 {
-        return Err(bad_input(
-            "ranks",
-            "a collective needs at least 1 rank, got 0",
-        ));
-    }
+    // Python ints are unbounded: range-check here rather than fail in PyO3's conversion.
+    // The list is for inspection, so the DAG is bounded too (n^2 transfers for some algorithms).
+    let ranks = u32::try_from(ranks)
+        .ok()
+        .filter(|n| (1..=COLLECTIVE_FLOWS_MAX_RANKS).contains(n))
+        .ok_or_else(|| {
+            bad_input(
+                "ranks",
+                format!("expected 1..={COLLECTIVE_FLOWS_MAX_RANKS} ranks, got {ranks}"),
+            )
+        })?;
+    let bytes = u64::try_from(bytes)
+        .map_err(|_| bad_input("bytes", format!("expected 0..=2^64-1 bytes, got {bytes}")))?;
     let spec = CollectiveSpec {
         kind,
         n: ranks,
