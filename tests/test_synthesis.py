@@ -115,6 +115,18 @@ def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
     path.write_text(json.dumps(cfg))
     assert from_hf_config(path).total_params() == ZOO["llama3-8b"].total_params()
     assert get_model(str(path)).layers == 32
+    # Keys the reader does not use are fine (Llama-3's own config.json carries these) ...
+    extra = {"head_dim": 128, "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "max_position_embeddings": 8192,
+             "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 128000, "mlp_bias": False}
+    path.write_text(json.dumps({**cfg, **extra}))
+    assert from_hf_config(path).total_params() == ZOO["llama3-8b"].total_params()
+    # ... but a misspelt one would silently give its default (8 KV heads would become 32).
+    typo = {k: v for k, v in cfg.items() if k != "num_key_value_heads"} | {"num_key_value_head": 8}
+    path.write_text(json.dumps(typo))
+    with pytest.raises(ConfigError, match=r"config\.json: unknown field `num_key_value_head`; did you mean "
+                                          r"`num_key_value_heads`\?") as e:
+        from_hf_config(path)
+    assert e.value.field == "num_key_value_head"
 
 
 @pytest.mark.parametrize("make,needle", [

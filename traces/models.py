@@ -11,6 +11,7 @@ the layer `trace capture --workload moe` trains.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,13 @@ from ..errors import ConfigError, load_json
 
 # Hugging Face model types read here: Llama-style decoders (dense or MoE), DeepSeek's MLA, GPT-2.
 HF_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "deepseek_v2", "deepseek_v3", "gpt2")
+# Every config.json key `from_hf_config` reads. Hugging Face configs carry many more (rope,
+# dropout, token ids), so other keys are allowed, except near-misspellings of these.
+HF_KEYS_READ = ("model_type", "_name_or_path", "num_hidden_layers", "hidden_size", "intermediate_size",
+                "num_attention_heads", "num_key_value_heads", "vocab_size", "num_local_experts", "n_routed_experts",
+                "num_experts_per_tok", "kv_lora_rank", "moe_intermediate_size", "n_shared_experts",
+                "first_k_dense_replace", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                "n_layer", "n_embd", "n_inner", "n_head", "n_positions")
 MAX_LAYERS = 4096
 MAX_WIDTH = 1 << 24
 
@@ -195,6 +203,10 @@ def from_hf_config(path: str | Path) -> ModelSpec:
     if kind is not None and kind not in HF_MODEL_TYPES:
         raise ConfigError(f"{path}: model_type {kind!r} is not a decoder tracefabric models; expected one of "
                           f"{', '.join(HF_MODEL_TYPES)} (or none, read as Llama-style)", "model_type")
+    for key in c:  # a misspelt optional key would silently give its default
+        near = difflib.get_close_matches(key, HF_KEYS_READ, n=1, cutoff=0.9)
+        if key not in HF_KEYS_READ and near and near[0] not in c:
+            raise ConfigError(f"{path}: unknown field `{key}`; did you mean `{near[0]}`?", key)
     try:
         return _spec_from_hf(c, name, need, opt)
     except ConfigError as e:  # ModelSpec's own checks name the model, not the file
