@@ -263,13 +263,23 @@ fn packet_config(
 /// with the configured algorithms. Raises SystemError; returns None.
 #[pyfunction]
 fn check_system(py: Python<'_>, workload_json: &str, system_json: &str) -> PyResult<()> {
-    use tracefabric_collectives::{executor, system::SystemConfig, workload::WorkloadInput};
-    let w: WorkloadInput =
-        serde_json::from_str(workload_json).map_err(|e| bad_input("workload", e))?;
-    let cfg: SystemConfig =
-        serde_json::from_str(system_json).map_err(|e| bad_input("system config", e))?;
-    py.allow_threads(|| executor::Prepared::new(&w, &cfg, false).map(|_| ()))
-        .map_err(system_err)
+    let (w, cfg) = system_inputs(workload_json, system_json)?;
+    py.allow_threads(|| {
+        tracefabric_collectives::executor::Prepared::new(&w, &cfg, false).map(|_| ())
+    })
+    .map_err(system_err)
+}
+
+fn system_inputs(
+    workload_json: &str,
+    system_json: &str,
+) -> PyResult<(
+    tracefabric_collectives::workload::WorkloadInput,
+    tracefabric_collectives::system::SystemConfig,
+)> {
+    let w = serde_json::from_str(workload_json).map_err(|e| bad_input("workload", e))?;
+    let cfg = serde_json::from_str(system_json).map_err(|e| bad_input("system config", e))?;
+    Ok((w, cfg))
 }
 
 /// Run a workload (per-rank ET graphs, JSON) through the system layer on a network backend.
@@ -281,11 +291,8 @@ fn simulate_system(
     backend_json: &str,
 ) -> PyResult<PyObject> {
     use tracefabric_analytical::{aware::Aware, flow::FlowModel, unaware::Unaware, AstraTopology};
-    use tracefabric_collectives::{executor, system::SystemConfig, workload::WorkloadInput};
-    let w: WorkloadInput =
-        serde_json::from_str(workload_json).map_err(|e| bad_input("workload", e))?;
-    let cfg: SystemConfig =
-        serde_json::from_str(system_json).map_err(|e| bad_input("system config", e))?;
+    use tracefabric_collectives::executor;
+    let (w, cfg) = system_inputs(workload_json, system_json)?;
     let backend: BackendSpec =
         serde_json::from_str(backend_json).map_err(|e| bad_input("backend", e))?;
     let topo = |dims: Vec<tracefabric_analytical::DimSpec>| {
