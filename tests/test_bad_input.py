@@ -267,6 +267,14 @@ def test_cli_output_paths_that_cannot_be_written_give_one_line(tmp_path):
     assert proc.returncode == 2 and "expected a file ending in .csv or .parquet" in proc.stderr
     proc = _cli("net", "run", *fast, "--flows-out", str(tmp_path / "f.csv"))
     assert proc.returncode == 0 and len((tmp_path / "f.csv").read_text().splitlines()) == 1 + 16
+    # An empty path ("$OUT" unset) used to mean the current folder: traces were written there.
+    for args, name in ((["trace", "synthesize", "--model", "gpt2-small", "--world", "2", "--out", ""], "--out"),
+                       (["trace", "synthesize", "--model", "gpt2-small", "--world", "2", "--out="], "--out"),
+                       (["trace", "validate", ""], "argument 3")):
+        proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.strip() == f"error: {name}: empty value (an unset shell variable?)"
+    assert not list(tmp_path.glob("*.et"))
 
 
 def test_the_packet_backend_of_run_names_a_bad_fabric_field(tmp_path, shared):

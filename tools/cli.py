@@ -498,8 +498,22 @@ def _write_frame(df, path: Path) -> None:
     err_console.print(f"wrote {path} ({len(df)} rows)")
 
 
+def _empty_argument(argv: list[str]) -> str | None:
+    """The option given an empty value, if any: a path option reads '' as the current folder
+    (`--out "$DIR"` with DIR unset would write there), and no option here means anything by ''."""
+    for i, arg in enumerate(argv):
+        if arg == "":
+            return argv[i - 1] if i and argv[i - 1].startswith("-") else f"argument {i + 1}"
+        if arg.startswith("--") and arg.endswith("="):
+            return arg[:-1]
+    return None
+
+
 def main() -> None:
     """Entry point: readable one-line errors instead of tracebacks for bad input."""
+    if (empty := _empty_argument(sys.argv[1:])) is not None:
+        print(f"error: {empty}: empty value (an unset shell variable?)", file=sys.stderr)
+        sys.exit(2)
     try:
         app(standalone_mode=True)
     except TracefabricError as e:
