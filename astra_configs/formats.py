@@ -339,7 +339,8 @@ class RemoteMemory:
     def access_ps(self, tensor_bytes: int) -> float:
         """Time of one remote load/store (requests do not queue: ASTRA-sim's PER_NPU model);
         a float, so that a tiny bandwidth gives inf for the caller to refuse, not an OverflowError."""
-        return (self.latency_ns + tensor_bytes / self.bandwidth_gbps) * 1000
+        size = float(tensor_bytes) if tensor_bytes < 2**1000 else math.inf  # int / float overflows past 1.8e308
+        return (self.latency_ns + size / self.bandwidth_gbps) * 1000
 
 
 def read_memory(path: str | Path | None) -> RemoteMemory:

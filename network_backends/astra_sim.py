@@ -23,6 +23,7 @@ from ..astra_configs.formats import AstraNetwork, RemoteMemory, SystemConfig, wr
 from ..collectives.workload import Workload, check
 from ..errors import ConfigError, TracefabricError
 from ..traces.chakra_io import _framed, read_pb_trace
+from ..traces.validate import ValidationError, deadlock_problems
 from chakra.schema.protobuf import et_def_pb2 as pb
 
 HOW_TO_GET_ASTRA_SIM = (
@@ -78,6 +79,8 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
         raise ConfigError(f"{network.path}: the network has {network.npus} NPUs but the workload has {workload.ranks} ranks", "npus_count")
     # What `run` refuses, ASTRA-sim would too (or fail less clearly): check before writing.
     check(workload, system, memory, list(network.npus_count))
+    if deadlocks := deadlock_problems(workload.traces, workload.groups):  # `run` finds these only when running
+        raise ValidationError(deadlocks)
     (out / "workload").mkdir(parents=True, exist_ok=True)
     # ASTRA-sim: group ids are positive integers; a group equal to the world is its default.
     world = list(range(workload.ranks))

@@ -87,6 +87,7 @@ def test_bad_sizes_and_config_fields():
     # Headers and flow ids given twice (the last header silently won; htsim's triggers name flows by id).
     ("Nodes 16\nConnections 1\nNodes 128\n0->3 id 1 start 0 size 10\n", 3, "Nodes"),
     ("Nodes 16\nConnections 2\n0->3 id 7 start 0 size 10\n1->2 id 7 start 0 size 10\n", 4, "id"),
+    ("Nodes 16\nConnections 2\n0->3 id 1 start 0 size 10\n1->2 id 01 start 0 size 10\n", 4, "id"),  # one integer
 ])
 def test_malformed_connection_matrix_names_line_and_field(tmp_path, body, line, field):
     p = tmp_path / "bad.cm"
@@ -161,6 +162,14 @@ def test_flow_files_refuse_bad_numbers_repeats_and_unknown_fields(tmp_path, name
     # JSON keeps no lines: its flows are named by position ("flow 2"), not as a wrong line.
     where = f"{p}: flow {line}: " if name.endswith(".json") else f"{p}:{line}: "
     assert str(e.value).startswith(where) and "\n" not in str(e.value)
+
+
+def test_a_connection_matrix_for_fewer_hosts_runs(tmp_path):
+    # htsim rounds its fabric up from `Nodes`: 100 hosts on k = 8's 128 is fine; only more is refused.
+    p = tmp_path / "m.cm"
+    p.write_text("Nodes 100\nConnections 1\n0->99 id 1 start 0 size 4096\n")
+    r = simulate("fat-tree:k=8", f"file:{p}")
+    assert len(r.flows) == 1 and r.flows["fct_us"].iloc[0] > 0
 
 
 @pytest.mark.parametrize("name,body,line,field,message", [
@@ -275,6 +284,9 @@ def test_cli_output_paths_that_cannot_be_written_give_one_line(tmp_path):
                               capture_output=True, text=True, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.strip() == f"error: {name}: empty value (an unset shell variable?)"
     assert not list(tmp_path.glob("*.et"))
+    from tracefabric.cli import _empty_argument
+    assert _empty_argument(["trace", "capture", "--option=KEY="]) is None  # an option's own empty value
+    assert _empty_argument(["run", "--comm-groups=g.json", ""]) == "argument 3"
 
 
 def test_the_packet_backend_of_run_names_a_bad_fabric_field(tmp_path, shared):

@@ -534,6 +534,11 @@ def test_deadlock_is_reported_not_hung(tmp_path):
                      f"rank 1 ({tmp_path / 't.1.et'}): deadlock: 2 node(s) can never run; node 0 {waits}",
                      f"rank 2 ({tmp_path / 't.2.et'}): deadlock: 1 node(s) can never run; node 0 {waits}",
                      f"rank 3 ({tmp_path / 't.3.et'}): deadlock: 1 node(s) can never run; node 0 {waits}"]
+    # `astra export` refuses it too: ASTRA-sim would hang or fail on it.
+    from tracefabric.astra_configs.formats import check_network, check_system
+    with pytest.raises(v.ValidationError, match=r"rank 0 \(.*t\.0\.et\): deadlock: 2 node\(s\) can never run"):
+        astra_sim.export(read_workload(wl), check_system(BARE_SYSTEM), check_network(NET4), read_memory(None), tmp_path / "exp")
+    assert not (tmp_path / "exp").exists()
     # On many ranks, the first few are named and the rest counted.
     wl = _write_ranks(tmp_path / "wide", [r0, r1] + [[_coll(0, "ALL_REDUCE", 1024)]] * 10)
     found = v.problems(*v.load(wl))
@@ -562,6 +567,41 @@ def test_collectives_issued_in_opposite_orders_on_two_groups_deadlock_in_run_and
     (tmp_path / "ok" / "comm_groups.json").write_text(json.dumps({"a": [0, 1], "b": [0, 1]}))
     assert v.problems(*v.load(ok)) == []
     assert simulate(ok, BARE_SYSTEM, net2).iteration_ns > 0
+
+
+def test_validate_pairs_sends_receives_and_splits_as_run_does(tmp_path):
+    from tracefabric.traces import validate as v
+
+    def p2p(i, kind, peer, size):
+        field = "comm_dst" if kind == "SEND" else "comm_src"
+        return EtNode(i, f"{kind.lower()}{i}", f"COMM_{kind}_NODE", attrs={field: peer, "comm_size": size, "comm_tag": 1})
+
+    # Sends of 100 then 200 B against receives of 200 then 100 B: `run` pairs them in node order
+    # (validate counted them as a multiset and passed).
+    wl = _write_ranks(tmp_path / "order", [[p2p(0, "SEND", 1, 100), p2p(1, "SEND", 1, 200)],
+                                           [p2p(0, "RECV", 0, 200), p2p(1, "RECV", 0, 100)]])
+    found = v.problems(*v.load(wl))
+    assert found[0] == "send/recv rank 0 -> rank 1 (tag 1): rank 1's receive (node 0) of 200 B pairs with rank 0's send (node 0) of 100 B, in node order"
+    with pytest.raises(ConfigError, match=r"receive of 200 bytes from rank 0 \(tag 1\) matches a send of 100 bytes"):
+        simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [2]})
+    # A receive of 0 bytes takes any size, in both.
+    wl = _write_ranks(tmp_path / "zero", [[p2p(0, "SEND", 1, 100)], [p2p(0, "RECV", 0, 0)]])
+    assert v.problems(*v.load(wl)) == []
+    assert simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [2]}).iteration_ns > 0
+    # All-to-all-v receive splits given by some ranks only are checked too (validate skipped them).
+    sends = [[0, 100, 200], [300, 0, 400], [500, 600, 0]]
+    nodes = []
+    for r in range(3):
+        n = _coll(0, "ALL_TO_ALL", sum(sends[r]))
+        n.attrs["comm_split_sizes"] = sends[r]
+        if r == 1:
+            n.attrs["comm_recv_split_sizes"] = [999, 0, 600]
+        nodes.append([n])
+    wl = _write_ranks(tmp_path / "a2a", nodes)
+    assert v.problems(*v.load(wl)) == ["group '', collective #0: rank 0 sends 100 B to rank 1 (node 0, comm_split_sizes) but "
+                                       "rank 1 expects 999 B (node 0, comm_recv_split_sizes)"]
+    with pytest.raises(ConfigError, match=r"t\.1\.et: node 0: all-to-all-v: this rank expects 999 bytes from rank 0"):
+        simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [3]})
 
 
 def test_validate_checks_split_lengths_and_durations_as_run_does(tmp_path):

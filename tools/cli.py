@@ -503,8 +503,9 @@ def _empty_argument(argv: list[str]) -> str | None:
     (`--out "$DIR"` with DIR unset would write there), and no option here means anything by ''."""
     for i, arg in enumerate(argv):
         if arg == "":
-            return argv[i - 1] if i and argv[i - 1].startswith("-") else f"argument {i + 1}"
-        if arg.startswith("--") and arg.endswith("="):
+            prev = argv[i - 1] if i else ""
+            return prev if prev.startswith("-") and "=" not in prev else f"argument {i + 1}"
+        if arg.startswith("--") and arg.endswith("=") and arg.count("=") == 1:  # not `--option=KEY=`
             return arg[:-1]
     return None
 

@@ -176,7 +176,7 @@ def problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]
     out += _group_problems(traces, groups)
     out += _p2p_problems(traces)
     if not out:  # the order check assumes consistent graphs, sequences and pairs
-        out += _deadlock_problems(traces, groups)
+        out += deadlock_problems(traces, groups)
     return out
 
 
@@ -228,7 +228,7 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
         out.append(f"{where}: GlobalMetadata field 'version' is {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
     out += [f"{where}: {message}" for _, message in graph_problems(t.nodes)]
     for n in t.nodes:
-        if n.duration_micros * 1_000_000 >= _core.CLOCK_LIMIT_PS:
+        if n.type == "COMP_NODE" and n.duration_micros * 1_000_000 >= _core.CLOCK_LIMIT_PS:  # as `run` reads it
             out.append(f"{where}: node {n.id} ({n.name}): duration_micros = {n.duration_micros} is past the simulators' "
                        "picosecond clock (2^62 ps, 53 days)")
         if n.type in COMM_NODES:
@@ -300,42 +300,53 @@ def _all_to_all_problems(g: str, members: list[int], per: dict[int, list[EtNode]
         return out
     for k in range(min(len(s) for s in per.values())):
         nodes = {r: s[k] for r, s in per.items()}
-        if not all("comm_recv_split_sizes" in n.attrs for n in nodes.values()):
-            continue
-        for a, na in nodes.items():
-            for j, sent in enumerate(na.attrs.get("comm_split_sizes", [])):
-                b = members[j] if j < len(members) else None
-                if b in nodes and a in members:
-                    got = nodes[b].attrs["comm_recv_split_sizes"][members.index(a)]
-                    if got != sent:
-                        out.append(f"group {g!r}, collective #{k}: rank {a} sends {sent} B to rank {b} (node {na.id}, "
-                                   f"comm_split_sizes) but rank {b} expects {got} B (node {nodes[b].id}, "
-                                   "comm_recv_split_sizes)")
+        # As `run`: every receiver that lists its receive splits is checked against its senders.
+        for b, nb in nodes.items():
+            expected = nb.attrs.get("comm_recv_split_sizes")
+            if not isinstance(expected, list) or b not in members:
+                continue
+            for i, want in enumerate(expected):
+                a = members[i] if i < len(members) else None
+                sent_list = nodes[a].attrs.get("comm_split_sizes") if a in nodes else None
+                if isinstance(sent_list, list) and members.index(b) < len(sent_list):
+                    sent = sent_list[members.index(b)]
+                    if sent != want:
+                        out.append(f"group {g!r}, collective #{k}: rank {a} sends {sent} B to rank {b} (node {nodes[a].id}, "
+                                   f"comm_split_sizes) but rank {b} expects {want} B (node {nb.id}, comm_recv_split_sizes)")
     return out
 
 
 def _p2p_problems(traces: list[RankTrace]) -> list[str]:
-    sends: Counter = Counter()
-    recvs: Counter = Counter()
+    """Sends and receives paired as `run` pairs them: by (src, dst, tag), in node order; a
+    receive of 0 bytes takes any size, any other must equal its send's."""
+    sends: dict[tuple, list[EtNode]] = defaultdict(list)
+    recvs: dict[tuple, list[EtNode]] = defaultdict(list)
     for t in traces:
         for n in t.nodes:
             if n.type == "COMM_SEND_NODE":
-                sends[(t.rank, n.attrs.get("comm_dst"), n.attrs.get("comm_tag", 0), n.attrs.get("comm_size"))] += 1
+                sends[(t.rank, n.attrs.get("comm_dst"), n.attrs.get("comm_tag", 0))].append(n)
             elif n.type == "COMM_RECV_NODE":
-                recvs[(n.attrs.get("comm_src"), t.rank, n.attrs.get("comm_tag", 0), n.attrs.get("comm_size"))] += 1
+                recvs[(n.attrs.get("comm_src"), t.rank, n.attrs.get("comm_tag", 0))].append(n)
     out = []
     for key in sorted(set(sends) | set(recvs), key=str):
-        if sends[key] != recvs[key]:
-            src, dst, tag, size = key
-            out.append(f"send/recv rank {src} -> rank {dst} (tag {tag}, {size} B): {sends[key]} send(s), "
-                       f"{recvs[key]} receive(s): a simulator would deadlock")
+        src, dst, tag = key
+        s, r = sends.get(key, []), recvs.get(key, [])
+        if len(s) != len(r):
+            out.append(f"send/recv rank {src} -> rank {dst} (tag {tag}): {len(s)} send(s), {len(r)} receive(s): "
+                       "a simulator would deadlock")
+            continue
+        for a, b in zip(s, r):
+            sent, want = a.attrs.get("comm_size"), b.attrs.get("comm_size")
+            if want != sent and want != 0:
+                out.append(f"send/recv rank {src} -> rank {dst} (tag {tag}): rank {dst}'s receive (node {b.id}) of {want} B "
+                           f"pairs with rank {src}'s send (node {a.id}) of {sent} B, in node order")
     return out
 
 
 DEADLOCK_RANKS_SHOWN = 8  # a deadlock on 1,000 ranks is one problem, not 1,000 lines
 
 
-def _deadlock_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]:
+def deadlock_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> list[str]:
     """Nodes that can never run, found as `run` would find them, without timing: play every
     rank's graph with collectives matched by their place in their group's sequence (ready
     once every member has issued theirs) and receives matched to sends by (src, dst, tag) in

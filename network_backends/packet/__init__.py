@@ -91,12 +91,12 @@ def build_config(
 
 
 def _check_matrix_nodes(traffic: str | dict[str, Any], topology: dict[str, Any]) -> None:
-    """htsim sizes its fabric from a connection matrix's `Nodes N`: a file written for
-    another fabric is refused, not run on this one."""
+    """htsim sizes its fabric from a connection matrix's `Nodes N`: a file written for more
+    hosts than this fabric has is refused, not run on part of it."""
     path = traffic_file_path(traffic) if isinstance(traffic, str) else None
     header = connection_matrix_nodes(path) if path else None
     hosts = fabric_hosts(topology, "topology") if header and isinstance(topology, dict) else 0
-    if header and hosts and header[0] != hosts:
+    if header and hosts and header[0] > hosts:
         raise TrafficFileError(f"`Nodes {header[0]}`, but the fabric has {hosts} hosts", path, header[1], "Nodes")
 
 

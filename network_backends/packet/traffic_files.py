@@ -67,7 +67,7 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
             raise TrafficFileError("expected a list of flows or {\"flows\": [...]}", str(p), None, "flows")
         return _from_rows([(i + 1, r) for i, r in enumerate(rows)], str(p))
     if suffix in CM_SUFFIXES:
-        return _read_connection_matrix(p)[:2]
+        return _read_connection_matrix(p)
     raise TrafficFileError(f"unknown traffic file type {suffix!r} (expected .csv, .json or .cm)", str(p), None, "path")
 
 
@@ -139,18 +139,26 @@ def file_field(path: str | Path, field: str) -> str:
 
 
 def connection_matrix_nodes(path: str | Path) -> tuple[int, int] | None:
-    """(N, line) of a connection matrix's `Nodes N` header, or None (another format, or no header)."""
+    """(N, line) of a connection matrix's `Nodes N` header, or None (another format, or no
+    header). Reads only up to the first flow: the file itself has been read and checked."""
     if Path(path).suffix.lower() not in CM_SUFFIXES:
         return None
-    return _read_connection_matrix(path)[2]
+    with open(path, encoding="utf-8") as f:
+        for line_no, raw in enumerate(f, start=1):
+            parts = raw.split("#", 1)[0].split()
+            if parts[:1] == ["Nodes"] and len(parts) == 2 and parts[1].isdigit():
+                return int(parts[1]), line_no
+            if parts and _FLOW_LINE.match(" ".join(parts)):
+                return None
+    return None
 
 
-def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int], tuple[int, int] | None]:
+def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]]:
     p = str(path)
     lines: list[int] = []
     nodes = connections = None
     header_lines: dict[str, int] = {}
-    id_lines: dict[str, int] = {}
+    id_lines: dict[int, int] = {}
     out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
     for line_no, raw in enumerate(Path(path).read_text().splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
@@ -188,9 +196,10 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
             if key not in fields:
                 raise TrafficFileError(f"flow has no `{key}`", p, line_no, key)
         if "id" in fields:  # htsim's triggers name flows by id: one id, one flow
-            if fields["id"] in id_lines:
-                raise TrafficFileError(f"flow id {fields['id']} is also the id of line {id_lines[fields['id']]}", p, line_no, "id")
-            id_lines[fields["id"]] = line_no
+            flow_id = _nonneg_int(fields["id"], p, line_no, "id", FIELD_MAX["src"])
+            if flow_id in id_lines:
+                raise TrafficFileError(f"flow id {flow_id} is also the id of line {id_lines[flow_id]}", p, line_no, "id")
+            id_lines[flow_id] = line_no
         src, dst = (_nonneg_int(m.group(i), p, line_no, key, FIELD_MAX[key]) for i, key in ((1, "src"), (2, "dst")))
         if nodes is not None and (src >= nodes or dst >= nodes):
             raise TrafficFileError(f"host {max(src, dst)} is outside `Nodes {nodes}`", p, line_no, "Nodes")
@@ -203,4 +212,4 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
         raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")
     if not out["src"]:
         raise TrafficFileError("no flows in file", p, None, "flows")
-    return {"kind": "flows", **out}, lines, None if nodes is None else (nodes, header_lines["Nodes"])
+    return {"kind": "flows", **out}, lines

@@ -97,7 +97,11 @@ impl Network for DrivenPacket {
                         if spec.src == f.src && spec.dst == f.dst && spec.bytes == f.bytes => {}
                     _ => return Err(Self::not_declared(&f)),
                 }
-                self.sim.start_flow(i, Time(at)).map_err(|e| e.to_string())
+                // The engine numbers its own flows: name the request instead.
+                self.sim.start_flow(i, Time(at)).map_err(|e| {
+                    e.to_string()
+                        .replacen(&format!("flow {i}:"), &format!("flow {}:", f.id), 1)
+                })
             }
             _ => Err(Self::not_declared(&f)),
         }
