@@ -202,6 +202,13 @@ def group_problem(pg: Any, groups: dict[str, list[int]]) -> str | None:
     return f"pg_name {name!r} is not a known communicator group; known: {known}"
 
 
+def _group_of(n: EtNode, groups: dict[str, list[int]]) -> str:
+    """A collective's group as `run` reads pg_name (group_problem): absent, "" and "0" are
+    the world, named ""."""
+    name = str(n.attrs.get("pg_name", ""))
+    return "" if name not in groups and name in WORLD_NAMES else name
+
+
 def graph_problems(nodes: list[EtNode]) -> list[tuple[str, str]]:
     """(field, message) for each repeated node id and each dependency on the node itself or
     on a node the trace does not have (cycles are found apart)."""
@@ -262,9 +269,7 @@ def _group_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> li
     for t in traces:
         for n in collectives(t):
             if n.type == "COMM_COLL_NODE":
-                # As `run` reads pg_name (group_problem): absent, "" and "0" all mean the world.
-                name = str(n.attrs.get("pg_name", ""))
-                seqs["" if name not in groups and name in WORLD_NAMES else name].setdefault(t.rank, []).append(n)
+                seqs[_group_of(n, groups)].setdefault(t.rank, []).append(n)
     for g, per in seqs.items():
         # The world's members are every rank, not just those that issued on it.
         members = groups.get(g) or (sorted(by_rank) if g == "" else sorted(per))
@@ -367,8 +372,7 @@ def deadlock_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> 
     for t in traces:
         for i, n in enumerate(t.nodes):
             if n.type == "COMM_COLL_NODE":
-                name = str(n.attrs.get("pg_name", ""))
-                g = "" if name not in groups and name in WORLD_NAMES else name
+                g = _group_of(n, groups)
                 key = (g, seen[(g, t.rank)])
                 seen[(g, t.rank)] += 1
                 instance_of[(t.rank, i)] = key
