@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from conftest import LINK, T_ACK, T_DATA
+
 from tracefabric import ConfigError, FlowError, SchemeParamError, TrafficFileError, UnknownSchemeError
 from tracefabric.network_backends.packet import simulate
 from tracefabric.network_backends.packet.traffic_files import read_traffic_file
@@ -169,7 +171,8 @@ def test_a_connection_matrix_for_fewer_hosts_runs(tmp_path):
     p = tmp_path / "m.cm"
     p.write_text("Nodes 100\nConnections 1\n0->99 id 1 start 0 size 4096\n")
     r = simulate("fat-tree:k=8", f"file:{p}")
-    assert len(r.flows) == 1 and r.flows["fct_us"].iloc[0] > 0
+    # Hosts 0 and 99 sit in pods 0 and 6: one frame over 6 links, its ACK over 6 back.
+    assert len(r.flows) == 1 and r.flows["fct_ps"].iloc[0] == 6 * (T_DATA + LINK) + 6 * (T_ACK + LINK)
 
 
 @pytest.mark.parametrize("name,body,line,field,message", [

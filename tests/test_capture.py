@@ -535,8 +535,8 @@ def test_captured_traces_run_through_the_system_layer(fsdp2, moe):
         row = r.ranks.loc[rank]
         assert row["compute_ns"] == compute  # every measured kernel/op duration, run once
         # A rank is always computing or waiting on communication (its own transfers, or peers
-        # that have not reached the collective yet): wall = compute + comm - overlap.
-        assert compute <= row["wall_ns"] == row["compute_ns"] + row["comm_ns"] - row["overlap_ns"]
+        # that have not reached the collective yet), so its wall is at most the two summed.
+        assert compute <= row["wall_ns"] <= row["compute_ns"] + row["comm_ns"]
         assert row["comm_ns"] >= r.collectives["cct_ns"].sum()
     m = simulate(moe, system, net(4), backend="analytical:flow")
     a2a = m.collectives[m.collectives["kind"] == "all_to_all"]

@@ -76,6 +76,28 @@ def test_per_stage_overload_matches_fig7():
         assert load["A->E"] == pytest.approx(links["data_bytes"].max() / links["data_bytes"].mean())
 
 
+def test_letflow_flowlets_follow_the_gap_and_drill_balances_uplinks():
+    """LetFlow: with a gap longer than the run every flow is one flowlet at each switch with a
+    choice (its edge and one aggregation switch, for data and ACKs), so links carry whole
+    flows; with no gap every packet is a flowlet of its own. DRILL(2,1) picks the shortest
+    local queue, so, like JSQ, it balances the uplink stages, with one memory per up group."""
+    traffic, frames = "permutation:size=1MiB,inter_pod=true", 256
+    whole = simulate("fat-tree:k=8", traffic, lb="letflow", lb_params={"gap_us": 1e6}, seed=1, switch=NO_LIMIT)
+    flows = len(whole.flows)
+    assert flows == 128 and whole.summary["lb_counters"]["flowlets"] == 4 * flows
+    carried = whole.links["data_bytes"]
+    assert (carried % (frames * (4096 + 62)) == 0).all() and carried.sum() > 0
+    per_packet = simulate("fat-tree:k=8", traffic, lb="letflow", lb_params={"gap_us": 0}, seed=1, switch=NO_LIMIT)
+    assert per_packet.summary["lb_counters"]["flowlets"] == flows * frames * 2 * 2
+
+    drill = simulate("fat-tree:k=8", traffic, lb="drill", seed=1, switch=NO_LIMIT)
+    spray = simulate("fat-tree:k=8", traffic, lb="host_spray", seed=1, switch=NO_LIMIT)
+    for stage in ("E->A", "A->C"):
+        load = drill.stages.set_index("stage")["max_link_load"][stage]
+        assert load <= 1.03 < spray.stages.set_index("stage")["max_link_load"][stage], stage
+    assert drill.summary["lb_counters"]["pointers"] == 32 + 32  # every edge and aggregation switch
+
+
 def test_ethereal_theorem_1_balances_every_uplink_exactly():
     """Random demands n_ij on a 6-spine leaf-spine: each source's uplinks carry exactly
     f_i * n_i / s, each downlink sum_i f_i n_ij / s, and Ethereal splits r(s-g)/g extra flows."""
@@ -112,6 +134,7 @@ def test_ethereal_theorem_1_balances_every_uplink_exactly():
         assert len(mine) == s
         assert (mine["data_bytes"] == up[i] * wire).all(), (i, mine["data_bytes"].tolist(), up[i] * wire)
         downs = links[(links["peer"] == leaf0 + i) & (links["owner"] >= spine0)]
+        assert len(downs) == s
         assert (downs["data_bytes"] == down[i] * wire).all()
     assert res.summary["lb_counters"]["extra_flows"] == expected_extra
     assert res.summary["lb_counters"]["queue_pairs"] == len(src) + expected_extra
@@ -170,5 +193,16 @@ def test_compare_runs_every_scheme_and_reports_queue_pairs_and_pointers(tmp_path
     # except for pairs under one edge switch (a single path, so no rotation is needed but the
     # pointer still exists): exactly 2 per flow.
     assert summary.loc["host_dr", "pointers"] == 2 * flows
-    # OFAN: at most 2 quanta x (edges x other edges + aggs x other pods).
-    assert 0 < summary.loc["ofan", "pointers"] <= 2 * (8 * 7 + 8 * 3)
+    # OFAN keys a pointer by switch, destination edge (edge switches) or pod (aggregation
+    # switches), and data/ACK; only switches with a choice of ports use one. On k = 4, host h
+    # sits under edge h // 2 in pod h // 4, and a pod's 2 aggregation switches both carry a
+    # flow's 16 packets (and 16 ACKs): recount them from the permutation's pairs.
+    pairs = simulate("fat-tree:k=4", "permutation:size=64KiB", scheme="ofan", seed=1).flows[["src", "dst"]]
+    keys = set()
+    for src, dst in pairs.itertuples(index=False):
+        for a, b, ack in ((src, dst, False), (dst, src, True)):  # packets from a to b
+            if a // 2 != b // 2:
+                keys.add(("edge", a // 2, b // 2, ack))
+            if a // 4 != b // 4:
+                keys.update(("agg", a // 4, i, b // 4, ack) for i in range(2))
+    assert summary.loc["ofan", "pointers"] == len(keys)

@@ -80,14 +80,17 @@ def test_frames_over_4_3_ms_apart_on_a_long_link_arrive_on_time():
 
 # ---- acceptance 2: the permutation lower bound (App. B) -------------------------------------
 
-def appendix_b_schedule(m: int, hops: int, ack_first: bool) -> int:
+def appendix_b_schedule(m: int, hops: int, ack_first: bool, i1: list | None = None) -> int:
     """Independent evaluation of App. B's symmetric exchange: both hosts send m packets and
-    ACK what they receive; nothing queues in the fabric. Returns the last ACK's arrival (ps)."""
+    ACK what they receive; nothing queues in the fabric. Returns the last ACK's arrival (ps);
+    appends to `i1` the number of data packets sent before the first ACK."""
     one_way_data, one_way_ack = hops * (T_DATA + LINK), hops * (T_ACK + LINK)
     t, sent, acked, turn_ack, starts, last_ack = 0, 0, 0, False, [], 0
     while acked < m:
         ready = sum(1 for s in starts if s + one_way_data <= t) - acked
         if ready > 0 and (sent == m or ack_first or turn_ack):
+            if acked == 0 and i1 is not None:
+                i1.append(sent)
             last_ack, acked, t, turn_ack = t, acked + 1, t + T_ACK + T_GAP, False
         elif sent < m:
             starts.append(t)
@@ -98,10 +101,11 @@ def appendix_b_schedule(m: int, hops: int, ack_first: bool) -> int:
 
 
 def test_i1_is_78_and_the_bound_matches_the_appendix_example():
-    # Eq. (6) with H = 6: i1 = ceil((Tp + (H-1) Td) / T'd) + 1
-    i1 = math.ceil((6 * LINK + 5 * T_DATA) / (T_DATA + T_GAP)) + 1
-    assert i1 == 78
-    bound = min(appendix_b_schedule(256, 6, False), appendix_b_schedule(256, 6, True))
+    # Each host sends i1 data packets before its first ACK; Eq. (6) with H = 6 agrees:
+    # i1 = ceil((Tp + (H-1) Td) / T'd) + 1.
+    i1 = []
+    bound = min(appendix_b_schedule(256, 6, False, i1), appendix_b_schedule(256, 6, True, i1))
+    assert i1 == [78, 78] == [math.ceil((6 * LINK + 5 * T_DATA) / (T_DATA + T_GAP)) + 1] * 2
     assert bound == 17_056_740  # paper: 17.05694 us; we are one inter-frame gap (200 ps) lower
     assert abs(bound - 17_056_940) / 17_056_940 < 1e-4
     # The engine's own App. B bound for that exchange (two 256-packet flows across a k=4 tree).
@@ -148,11 +152,13 @@ def test_all_to_all_packet_schemes_end_within_one_percent_and_ecmp_is_clearly_wo
         assert_conserved(r)
     for lb in ["host_spray", "reps", "switch_ar"]:
         assert all_to_all_runs[lb].cct_increase < 0.01, lb  # paper Fig. 1a: within 1 %
-    # switch_rr lands at +1.08 % on seed 1 (paper: within 1 %): a known, open deviation,
-    # from the rolling incast of the ascending order (see the staggered test below). Held
-    # to it, so that any drift further from the paper fails here.
-    assert all_to_all_runs["switch_rr"].cct_increase < 0.011
     assert all_to_all_runs["ecmp"].cct_increase > 0.10
+
+
+@pytest.mark.xfail(strict=True, reason="open deviation (issue 2): +1.08 % in ascending order, from its rolling "
+                                       "incast; within 1 % staggered (next test)")
+def test_all_to_all_switch_rr_ends_within_one_percent(all_to_all_runs):
+    assert all_to_all_runs["switch_rr"].cct_increase < 0.01  # paper Fig. 1a: within 1 %
 
 
 def test_staggered_all_to_all_brings_switch_rr_within_one_percent(all_to_all_runs):
@@ -177,8 +183,13 @@ def test_permutation_packet_schemes_beat_ecmp_by_a_wide_margin():
         assert_conserved(r)
     worst_packet = max(runs[lb].cct_us for lb in PACKET_SCHEMES)
     assert runs["ecmp"].cct_us > 2 * worst_packet
+    # Why: ECMP's colliding flows overflow the 800 KB buffers and wait out timeouts, while
+    # spraying keeps every queue below the buffer, so its excess is queueing alone.
+    assert runs["ecmp"].summary["data_packets_dropped"] > 0 and runs["ecmp"].flows["timeouts"].sum() > 0
     for lb in PACKET_SCHEMES:
-        assert runs[lb].cct_increase < 0.30, lb
+        r = runs[lb]
+        assert r.summary["data_packets_dropped"] == 0 and r.flows["timeouts"].sum() == 0, lb
+        assert r.stages["max_queue_bytes"].max() < 800_000, lb
 
 
 # ---- acceptance 4: conservation, termination -------------------------------------------------

@@ -309,6 +309,11 @@ def test_astra_run_passes_the_export_and_parses_what_the_binary_prints(tmp_path,
 NET4 = {"topology": ["Switch"], "npus_count": [4], "bandwidth": [100], "latency": [1000]}
 
 
+def net4_message_ns(size: int) -> int:
+    """ASTRA-sim's congestion-unaware time of one message on NET4: two 1 us links, 100 GB/s."""
+    return int(2 * 1000 + size / (100 * GB))
+
+
 @pytest.mark.parametrize("change,message", [
     ({"preferred-data-splits": 4}, r"unknown key 'preferred-data-splits'; expected one of: scheduling-policy"),
     ({"preferred-dataset-splits": "4"}, r"key 'preferred-dataset-splits' = '4': expected int"),
@@ -337,7 +342,8 @@ def test_scheme_options_on_a_backend_without_schemes_are_refused(tmp_path):
                        r"not to analytical:astra-unaware") as e:
         simulate(wl, BARE_SYSTEM, NET4, lb="reps")
     assert e.value.field == "lb"
-    assert simulate(wl, BARE_SYSTEM, NET4, lb=None).iteration_ns > 0  # what the CLI passes when unset
+    # lb=None is what the CLI passes when unset: the run is the ring all-reduce, 2 x 3 steps of S/4.
+    assert simulate(wl, BARE_SYSTEM, NET4, lb=None).iteration_ns == 6 * net4_message_ns(2**20 // 4)
 
 
 @pytest.mark.parametrize("args,field", [
@@ -489,7 +495,7 @@ def test_run_and_trace_validate_read_pg_name_by_one_rule(tmp_path):
     # "0", "" and no pg_name mean the world: both accept, and the run takes the world all-reduce's time.
     runs = [both(tmp_path / f"w{i}", pg) for i, pg in enumerate(["0", "", None])]
     assert [p for p, _ in runs] == [[], [], []]
-    assert runs[0][1] == runs[1][1] == runs[2][1] > 0
+    assert runs[0][1] == runs[1][1] == runs[2][1] == 6 * net4_message_ns(64 // 4)
 
 
 def test_algorithm_that_cannot_run_on_the_group(tmp_path, shared):
@@ -566,7 +572,7 @@ def test_collectives_issued_in_opposite_orders_on_two_groups_deadlock_in_run_and
     ok = _write_ranks(tmp_path / "ok", [r0, [_coll(0, "ALL_REDUCE", 64, pg="a"), _coll(1, "ALL_REDUCE", 64, [0], pg="b")]])
     (tmp_path / "ok" / "comm_groups.json").write_text(json.dumps({"a": [0, 1], "b": [0, 1]}))
     assert v.problems(*v.load(ok)) == []
-    assert simulate(ok, BARE_SYSTEM, net2).iteration_ns > 0
+    assert simulate(ok, BARE_SYSTEM, net2).iteration_ns == 2 * 2 * net4_message_ns(64 // 2)  # one after the other
 
 
 def test_validate_pairs_sends_receives_and_splits_as_run_does(tmp_path):
@@ -587,7 +593,7 @@ def test_validate_pairs_sends_receives_and_splits_as_run_does(tmp_path):
     # A receive of 0 bytes takes any size, in both.
     wl = _write_ranks(tmp_path / "zero", [[p2p(0, "SEND", 1, 100)], [p2p(0, "RECV", 0, 0)]])
     assert v.problems(*v.load(wl)) == []
-    assert simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [2]}).iteration_ns > 0
+    assert simulate(wl, BARE_SYSTEM, {**NET4, "npus_count": [2]}).iteration_ns == net4_message_ns(100)
     # All-to-all-v receive splits given by some ranks only are checked too (validate skipped them).
     sends = [[0, 100, 200], [300, 0, 400], [500, 600, 0]]
     nodes = []
@@ -691,6 +697,8 @@ def test_the_packet_backend_completes_empty_transfers_at_their_start(tmp_path):
     assert [f[2] for f in _core.collective_flows("ring", "all_gather", 4, 2)] == [1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 0]
     one = packet_simulate(fabric["topology"], {"kind": "flows", "src": [0], "dst": [1], "bytes": [1], "start_ps": [0]},
                           link=fabric["link"], scheme="ecmp")
+    # 1 + 62 B at 100 Gbps (80 ps a byte) over 2 links, then a 64 B ACK back.
+    assert one.flows["fct_ps"].iloc[0] == 2 * (63 * 80 + 500_000) + 2 * (64 * 80 + 500_000)
     fct_ns = one.flows["fct_us"].iloc[0] * 1000
     r = simulate(wl, BARE_SYSTEM, fabric, backend="packet", scheme="ecmp")
     assert r.flows == 12
@@ -899,4 +907,5 @@ def test_validate_counts_every_rank_in_the_world_and_reads_pg_name_0_as_it(tmp_p
                                           "rank 0 issues 1"]
     traces, groups = v.load(_write_ranks(tmp_path / "b", [[ar]] * 2 + [[_coll(0, "ALL_REDUCE", 4096, pg="0")]] * 2))
     assert v.problems(traces, groups) == []
-    assert simulate(tmp_path / "b" / "t", BARE_SYSTEM, NET4).iteration_ns > 0  # `run` agrees: one world all-reduce
+    # `run` agrees: one world all-reduce, 2 x 3 ring steps of 1 KiB.
+    assert simulate(tmp_path / "b" / "t", BARE_SYSTEM, NET4).iteration_ns == 6 * net4_message_ns(4096 // 4)

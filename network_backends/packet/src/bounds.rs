@@ -112,6 +112,12 @@ pub enum NicPolicy {
 /// ACK every packet they receive; nothing queues in the fabric. Returns the time the
 /// last ACK reaches its sender.
 pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy) -> Dur {
+    symmetric_exchange(t, bytes, hops, policy).0
+}
+
+/// The exchange's CCT, and how many data packets each host sends before its first ACK
+/// (the appendix's i1, Eq. 6).
+fn symmetric_exchange(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy) -> (Dur, u64) {
     let (m, last_payload) = t.packets(bytes);
     let size = |i: u64| t.data(if i + 1 < m { t.payload } else { last_payload });
     // When our data packets not yet ACKed reach the peer, in time order (memory: about a
@@ -120,11 +126,15 @@ pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: Ni
     let (mut now, mut sent, mut acked) = (0u64, 0u64, 0u64);
     let mut last_ack_start = 0u64;
     let mut ack_turn = false;
+    let mut data_before_first_ack = 0;
     while acked < m {
         // By symmetry the peer's data reaches us exactly when ours reaches it.
         let ready = pending.partition_point(|&a| a <= now);
         let send_ack = ready > 0 && (sent == m || policy == NicPolicy::AckFirst || ack_turn);
         if send_ack {
+            if acked == 0 {
+                data_before_first_ack = sent;
+            }
             last_ack_start = now;
             acked += 1;
             pending.pop_front();
@@ -144,7 +154,7 @@ pub fn symmetric_exchange_cct(t: &FrameTiming, bytes: u64, hops: u32, policy: Ni
             now = pending[0]; // idle until the next data packet arrives
         }
     }
-    Dur(last_ack_start) + t.one_way(t.ack, hops)
+    (Dur(last_ack_start) + t.one_way(t.ack, hops), data_before_first_ack)
 }
 
 /// The lower bound on the completion time of all `flows` (absolute time).
@@ -275,10 +285,15 @@ mod tests {
 
     #[test]
     fn i1_is_78_with_the_papers_defaults() {
-        // Eq. (6): i1 = ceil((Tp + (H-1) Td) / T'd) + 1 with H = 6.
+        // The schedule sends i1 data packets before its first ACK, under either NIC order;
+        // Eq. (6) gives the same: i1 = ceil((Tp + (H-1) Td) / T'd) + 1 with H = 6.
         let t = paper();
         let (td, tdp, tp) = (t.data(4096).0, t.data(4096).0 + t.gap.0, 6 * t.link.0);
-        assert_eq!((tp + 5 * td).div_ceil(tdp) + 1, 78);
+        let eq6 = (tp + 5 * td).div_ceil(tdp) + 1;
+        for policy in [NicPolicy::RoundRobin, NicPolicy::AckFirst] {
+            assert_eq!(symmetric_exchange(&t, 256 * 4096, 6, policy).1, 78, "{policy:?}");
+        }
+        assert_eq!(eq6, 78);
     }
 
     #[test]

@@ -237,6 +237,9 @@ mod tests {
                 7,
             )
             .unwrap();
+            // One flow from every host, to every host once: a derangement.
+            assert_eq!(f.len(), 128);
+            assert!(f.iter().enumerate().all(|(i, x)| x.src == i as u32));
             let mut seen = vec![false; 128];
             for x in &f {
                 assert_ne!(x.src, x.dst);
