@@ -18,6 +18,7 @@ from typing import Any, Hashable
 
 import yaml
 
+from .. import _core
 from ..errors import ConfigError, DuplicateKeyError, load_json
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)
@@ -59,19 +60,15 @@ SYSTEM_KEY_MAX = {"preferred-dataset-splits": 2**16, "active-chunks-per-dimensio
                   "endpoint-delay": 1e11}
 IMPLEMENTATION_KEYS = ["all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
                        "all-to-all-implementation", "broadcast-implementation"]
-ALGORITHMS = ["ring", "direct", "recursive_doubling", "halving_doubling", "double_binary_tree"]
-ASTRA_ALGORITHM_NAMES = {"oneRing": "ring", "oneDirect": "direct", "doubleBinaryTree": "double_binary_tree",
-                         "halvingDoubling": "halving_doubling", "oneHalvingDoubling": "halving_doubling",
-                         "recursiveDoubling": "recursive_doubling"}
 
 
 def canonical_algorithm(name: str, where: str) -> str:
     """tracefabric's name for an ASTRA-sim or tracefabric algorithm name (`direct8` -> direct)."""
-    base = re.sub(r"^(oneDirect|direct)\d+$", r"\1", name)
-    base = ASTRA_ALGORITHM_NAMES.get(base, base)
-    if base not in ALGORITHMS:
+    base = _core.algorithm_name(name)
+    if base is None:
+        ours, astra = _core.algorithm_names()
         raise ConfigError(f"{where}: unknown collective algorithm {name!r}; expected one of: "
-                          f"{', '.join(ALGORITHMS)} (or ASTRA-sim's {', '.join(ASTRA_ALGORITHM_NAMES)})", where)
+                          f"{', '.join(ours)} (or ASTRA-sim's {', '.join(astra)}, direct<N>)", where)
     return base
 
 

@@ -1,11 +1,12 @@
 """Trace-synthesis benchmark: wall/CPU seconds, peak RSS and output size for generating
 one Chakra ET per rank. Each case runs in a fresh process. Usage:
 
-    python benchmarks/run_synthesis_benchmark.py
+    python benchmarks/run_synthesis_benchmark.py [--only llama3-70b,deepseek-v3]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -35,9 +36,19 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "mib": size / 2**20,
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=",".join(m for m, *_ in CASES),
+                    help="comma-separated models among the cases (a model may have several)")
+    args = ap.parse_args()
+    wanted = args.only.split(",")
+    unknown = sorted(set(wanted) - {m for m, *_ in CASES})
+    if unknown:
+        ap.error(f"--only: unknown model(s) {', '.join(unknown)}")
     print("| model | plan | ranks | nodes per rank | wall s | CPU s | peak RSS MiB | output MiB |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for model, parallel, world, gps, precision, tp, ep in CASES:
+        if model not in wanted:
+            continue
         with tempfile.TemporaryDirectory() as out:
             args = [model, parallel, str(world), str(gps), precision, str(tp), str(ep), out]
             r = json.loads(subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, check=True).stdout)

@@ -8,6 +8,7 @@ import math
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -127,6 +128,25 @@ def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
                                           r"`num_key_value_heads`\?") as e:
         from_hf_config(path)
     assert e.value.field == "num_key_value_head"
+
+
+def test_a_hugging_face_model_name_is_a_plain_file_name(tmp_path, monkeypatch):
+    # The name prefixes the ET files: "org/model" wrote into a missing folder, and a bare
+    # `config.json` (its folder's name read as "") wrote hidden `.0.et` files no reader found.
+    base = {"num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128}
+    folder = tmp_path / "my-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**base, "_name_or_path": "meta-llama/Meta-Llama-3-8B"}))
+    monkeypatch.chdir(folder)
+    assert from_hf_config(Path("config.json")).name == "Meta-Llama-3-8B"
+    (folder / "config.json").write_text(json.dumps(base))
+    model = from_hf_config(Path("./config.json"))
+    assert model.name == "my-llama"
+    summary = write(synthesize(model, Plan("dp", world=2, gpus_per_server=2)), tmp_path / "out")
+    assert summary["model"] == "my-llama" and sorted(p.name for p in (tmp_path / "out").glob("*.et")) == \
+        ["my-llama.0.et", "my-llama.1.et"]
+    with pytest.raises(ConfigError, match=r"ET prefix 'a/b': expected a plain file name"):
+        write(synthesize(model, Plan("dp", world=2, gpus_per_server=2)), tmp_path / "out", prefix="a/b")
 
 
 @pytest.mark.parametrize("make,needle", [

@@ -335,6 +335,24 @@ def test_bad_system_config(tmp_path, change, message):
         simulate(wl, {**BARE_SYSTEM, **change}, NET4)
 
 
+def test_astra_sim_algorithm_names_read_the_same_everywhere(tmp_path):
+    # `direct8` ran from a system JSON but `collective_flows` refused it: one table now.
+    wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)
+    walls = {name: simulate(wl, {**BARE_SYSTEM, "all-reduce-implementation": [name]}, NET4).iteration_ns
+             for name in ("direct", "direct8", "oneDirect4", "ring", "oneRing")}
+    # Direct: one reduce-scatter and one all-gather step of S/4 to all peers at once, against
+    # the ring's 2 x 3 steps.
+    assert walls["direct"] == walls["direct8"] == walls["oneDirect4"] == 2 * net4_message_ns(2**20 // 4)
+    assert walls["ring"] == walls["oneRing"] == 6 * net4_message_ns(2**20 // 4)
+    assert _core.collective_flows("direct8", "all_to_all", 4, 64) == _core.collective_flows("direct", "all_to_all", 4, 64)
+    with pytest.raises(ConfigError, match=r"unknown collective algorithm 'ring8'; expected one of: ring, direct, "
+                                          r"recursive_doubling, halving_doubling, double_binary_tree \(or ASTRA-sim's "
+                                          r"oneRing, .*, direct<N>\)"):
+        simulate(wl, {**BARE_SYSTEM, "all-reduce-implementation": ["ring8"]}, NET4)
+    with pytest.raises(_core.SystemError, match=r"unknown collective algorithm `ring8`"):
+        _core.collective_flows("ring8", "all_reduce", 4, 64)
+
+
 def test_scheme_options_on_a_backend_without_schemes_are_refused(tmp_path):
     # They were silently ignored: `--lb reps` and `--lb ecmp` gave the same analytical run.
     wl = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 20)

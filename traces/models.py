@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ConfigError, load_json
@@ -197,8 +197,12 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         """An optional field: absent or null (as Hugging Face writes it) gives the default."""
         return default if c.get(k) is None else integer(k, c[k], minimum)
 
-    # Hugging Face keeps `config.json` in a folder named after the model.
-    name = c.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    # The model's name prefixes its ET files, so it is one plain file name: the last part of
+    # `_name_or_path` (Hugging Face writes "org/model" or a local folder there), else the
+    # folder Hugging Face keeps `config.json` in, else the file's own name.
+    given = c.get("_name_or_path")
+    name = PurePosixPath(given.replace("\\", "/")).name if isinstance(given, str) else ""
+    name = name or (path.resolve().parent.name if path.name == "config.json" else path.stem) or "model"
     kind = c.get("model_type")
     if kind is not None and kind not in HF_MODEL_TYPES:
         raise ConfigError(f"{path}: model_type {kind!r} is not a decoder tracefabric models; expected one of "

@@ -646,9 +646,11 @@ def _regroup(n: EtNode, ids: dict[str | None, str | None], memo: dict[tuple[int,
 
 def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[str, Any]:
     """`<prefix>.<rank>.et` for every rank, `comm_groups.json`, `placement.json`, `summary.json`."""
+    prefix = prefix or s.model.name
+    if not prefix or prefix in (".", "..") or any(sep in prefix for sep in "/\\"):
+        raise ConfigError(f"ET prefix {prefix!r}: expected a plain file name (no folders)", "prefix")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    prefix = prefix or s.model.name
     meta = {"model": s.model.name, "parallel": s.plan.parallel, "world": s.plan.world}
     encoded: dict[int, bytes] = {}  # ranks sharing a graph share its bytes, and graphs their shared nodes'
     nodes: dict[int, bytes] = {}

@@ -105,27 +105,45 @@ pub fn names() -> Vec<&'static str> {
     registry().iter().map(|a| a.name()).collect()
 }
 
-/// Looks up an algorithm by tracefabric name or by ASTRA-sim's name for it
-/// (`doubleBinaryTree`, `halvingDoubling`, and the flat `oneRing`/`oneDirect`/...
-/// variants, which tracefabric runs over the whole group in one dimension).
+/// ASTRA-sim's names for tracefabric's algorithms. Its flat `one*` variants run over
+/// the whole group in one dimension, as tracefabric runs every algorithm; `direct<N>`
+/// and `oneDirect<N>` (a window of N peers in flight) read as `direct`.
+pub const ASTRA_NAMES: [(&str, &str); 7] = [
+    ("oneRing", "ring"),
+    ("oneDirect", "direct"),
+    ("doubleBinaryTree", "double_binary_tree"),
+    ("oneDoubleBinaryTree", "double_binary_tree"),
+    ("halvingDoubling", "halving_doubling"),
+    ("oneHalvingDoubling", "halving_doubling"),
+    ("recursiveDoubling", "recursive_doubling"),
+];
+
+/// tracefabric's name for an algorithm named by tracefabric or by ASTRA-sim, if known.
+pub fn canonical_name(name: &str) -> Option<&'static str> {
+    let windowless = ["oneDirect", "direct"].into_iter().find_map(|prefix| {
+        let digits = name.strip_prefix(prefix)?;
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(prefix)
+    });
+    let name = windowless.unwrap_or(name);
+    let name = ASTRA_NAMES
+        .iter()
+        .find(|(astra, _)| *astra == name)
+        .map_or(name, |(_, ours)| ours);
+    names().into_iter().find(|n| *n == name)
+}
+
+/// Looks up an algorithm by tracefabric name or by ASTRA-sim's name for it.
 pub fn by_name(name: &str) -> Result<&'static dyn Algorithm, String> {
-    let canonical = match name {
-        "oneRing" => "ring",
-        "oneDirect" => "direct",
-        "doubleBinaryTree" | "oneDoubleBinaryTree" => "double_binary_tree",
-        "halvingDoubling" | "oneHalvingDoubling" => "halving_doubling",
-        "recursiveDoubling" => "recursive_doubling",
-        other => other,
-    };
-    registry()
+    let canonical = canonical_name(name).ok_or_else(|| {
+        format!(
+            "unknown collective algorithm `{name}`; expected one of: {}",
+            names().join(", ")
+        )
+    })?;
+    Ok(registry()
         .into_iter()
         .find(|a| a.name() == canonical)
-        .ok_or_else(|| {
-            format!(
-                "unknown collective algorithm `{name}`; expected one of: {}",
-                names().join(", ")
-            )
-        })
+        .expect("a canonical name is registered"))
 }
 
 /// log2(n) when n is a power of two, else an error naming the algorithm.
@@ -226,6 +244,21 @@ mod tests {
             assert_eq!(got[0], 0, "{name}");
             assert!(got[1..].iter().all(|&b| b == s), "{name}: {got:?}");
         }
+    }
+
+    #[test]
+    fn astra_sim_names_read_as_ours() {
+        let read = |n: &str| canonical_name(n);
+        assert_eq!(read("direct8"), Some("direct"));
+        assert_eq!(read("oneDirect16"), Some("direct"));
+        assert_eq!(read("oneRing"), Some("ring"));
+        assert_eq!(read("doubleBinaryTree"), Some("double_binary_tree"));
+        assert_eq!(read("halving_doubling"), Some("halving_doubling"));
+        for unknown in ["direct8x", "direct-8", "ring8", "ringy", ""] {
+            assert_eq!(read(unknown), None, "{unknown}");
+        }
+        let e = by_name("ring8").err().unwrap();
+        assert!(e.starts_with("unknown collective algorithm `ring8`; expected one of: ring, direct"), "{e}");
     }
 
     #[test]

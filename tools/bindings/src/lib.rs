@@ -401,6 +401,20 @@ fn simulate_system(
 
 const COLLECTIVE_FLOWS_MAX_RANKS: u32 = 4096;
 
+/// tracefabric's name for a collective algorithm named by tracefabric or ASTRA-sim
+/// (`direct8` -> `direct`), or None.
+#[pyfunction]
+fn algorithm_name(name: &str) -> Option<&'static str> {
+    tracefabric_collectives::algorithms::canonical_name(name)
+}
+
+/// tracefabric's algorithm names and ASTRA-sim's, for error messages.
+#[pyfunction]
+fn algorithm_names() -> (Vec<&'static str>, Vec<&'static str>) {
+    use tracefabric_collectives::algorithms::{names, ASTRA_NAMES};
+    (names(), ASTRA_NAMES.iter().map(|(astra, _)| *astra).collect())
+}
+
 /// The flows one collective becomes: (src, dst, bytes) per transfer, for inspection and tests.
 #[pyfunction]
 #[pyo3(signature = (algorithm, kind, ranks, bytes, exact_blocks=true))]
@@ -464,6 +478,8 @@ fn collective_flows(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_system, m)?)?;
     m.add_function(wrap_pyfunction!(collective_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithm_name, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithm_names, m)?)?;
     m.add_function(wrap_pyfunction!(check_system, m)?)?;
     m.add("SystemError", m.py().get_type::<SystemError>())?;
     // One clock limit for every layer, so Python refuses inputs at the same point as Rust.
