@@ -29,6 +29,32 @@ def test_unknown_or_bad_scheme_parameter_names_it():
     assert e.value.param == "permute_evry"
     with pytest.raises(SchemeParamError, match=r"`quantum1` must be in \[0, 1\]"):
         simulate("fat-tree:k=4", "permutation:size=4KiB", lb="switch_ar", lb_params={"quantum1": 2})
+    # Counts past 32 bits wrapped: 2^32 subflows was 0 (a division by zero, a Rust panic) and
+    # 2^32 + 1 ran as 1; 2^32 DRILL samples ran for ever.
+    for lb, param, top in (("subflow", "subflows", 4096), ("switch_rr", "permute_every", 2**32 - 1),
+                           ("drill", "samples", 64), ("paralet", "m", 4096)):
+        with pytest.raises(SchemeParamError, match=rf"`{param}` must be in 1\.\.={top}, got {top + 1}$"):
+            simulate("fat-tree:k=4", "permutation:size=4KiB", lb=lb, lb_params={param: top + 1})
+    with pytest.raises(SchemeParamError, match=r"`threshold` must be in 1\.\.=4294967295, got 4294967297$"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", loss="sack", loss_params={"threshold": 2**32 + 1})
+
+
+def test_numpy_numbers_read_as_python_ones():
+    # Sweeps pass np.arange values and DataFrame cells: json refused them ("int64 is not JSON serializable").
+    import numpy as np
+
+    from tracefabric.traces.synthesis import Plan
+
+    plain = simulate("fat-tree:k=4", "permutation:size=4KiB", lb="reps", lb_params={"num_entropies": 4}, seed=1,
+                     link={"rate_gbps": 400.0})
+    numpy = simulate({"kind": "fat_tree", "k": np.int64(4)}, "permutation:size=4KiB", lb="reps",
+                     lb_params={"num_entropies": np.int64(4)}, seed=np.int64(1), link={"rate_gbps": np.float64(400)})
+    assert numpy.summary["digest"] == plain.summary["digest"]
+    flows = {"kind": "flows", "src": np.array([0]), "dst": np.array([15]), "bytes": np.array([4096]), "start_ps": np.zeros(1, int)}
+    assert simulate("fat-tree:k=4", flows).flows["fct_ps"].iloc[0] == 6 * (T_DATA + LINK) + 6 * (T_ACK + LINK)
+    assert type(Plan("dp", world=np.int64(2), gpus_per_server=2).world) is int
+    with pytest.raises(ConfigError, match=r"`seed`: expected an integer in 0\.\.2\^64-1, got True"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", seed=True)
 
 
 @pytest.mark.parametrize("topology,field", [
@@ -441,3 +467,38 @@ def test_a_csv_with_a_bom_reads_and_a_param_given_twice_is_refused(tmp_path):
     res = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--traffic", "permutation:size=4KiB",
                                    "--scheme", "reps", "--param", "loss.threshold=6", "--param", "loss.threshold=7"])
     assert res.exit_code == 2 and "loss.threshold is given twice" in res.output
+
+
+def test_progress_callback_errors_and_signals_surface_as_themselves():
+    # They were swallowed into "did not finish (cancelled)", and Ctrl-C waited for the run's end.
+    import os
+    import signal
+    import threading
+
+    import numpy as np
+
+    from tracefabric import SimulationDidNotFinish
+
+    with pytest.raises(ZeroDivisionError):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", progress=lambda done, total: 1 / 0)
+    with pytest.raises(ConfigError, match=r"`progress`: expected a callable progress\(done, total\), got int"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", progress=5)
+    calls = []  # any false value cancels, numpy's too; the engine calls every 2^20 events
+    with pytest.raises(SimulationDidNotFinish, match=r"16256 of 16256 flows incomplete .*\(cancelled\)"):
+        simulate("fat-tree:k=8", "all-to-all:size=64KiB", progress=lambda d, t: calls.append((d, t)) or np.False_)
+    assert calls == [(0, 16256)]
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_):
+        raise Stop
+
+    # A signal's handler runs during a run with no callback (a 1 MiB all-to-all takes seconds).
+    previous = signal.signal(signal.SIGUSR1, stop)
+    try:
+        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
+        with pytest.raises(Stop):
+            simulate("fat-tree:k=8", "all-to-all:size=1MiB", lb="host_spray")
+    finally:
+        signal.signal(signal.SIGUSR1, previous)

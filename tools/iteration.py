@@ -21,6 +21,7 @@ from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, Sy
                                     read_memory, read_network, read_system)
 from .collectives.workload import Workload, engine_input, read_workload
 from .errors import ConfigError, SimulationError, from_engine, from_system
+from .specs import plain
 
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
@@ -69,7 +70,7 @@ def _network(network: str | Path | dict[str, Any] | AstraNetwork | PacketFabric)
     if isinstance(network, (AstraNetwork, PacketFabric)):
         return network
     if isinstance(network, dict):
-        return check_network(network)
+        return check_network(plain(network))
     _need_path(network, "network", "a dict of network keys")
     return read_network(network)
 
@@ -78,7 +79,7 @@ def _system(system: str | Path | dict[str, Any] | SystemConfig) -> SystemConfig:
     if isinstance(system, SystemConfig):
         return system
     if isinstance(system, dict):
-        return check_system(system)
+        return check_system(plain(system))
     _need_path(system, "system", "a dict of ASTRA-sim system keys")
     return read_system(system)
 

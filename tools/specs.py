@@ -11,6 +11,18 @@ from .errors import ConfigError
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 
 
+def plain(value: Any) -> Any:
+    """`value` with numpy scalars and arrays as Python numbers and lists, in dicts and lists
+    too: sweeps pass `np.arange` values and DataFrame cells, and the engine reads JSON."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return plain(value.tolist())
+    return value
+
+
 def parse_size(text: str | int, field: str = "size") -> int:
     """Bytes from `1048576`, `1MiB`, `800KB`, `4 KiB` (SI and binary prefixes)."""
     if isinstance(text, int):

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, load_json
+from ..specs import plain
 from .chakra_io import COMM_TYPES, EtNode, comm_type_name, encode_trace
 from .models import ModelSpec
 
@@ -91,6 +92,9 @@ class Plan:
     def __post_init__(self) -> None:
         # Types first: a string or float here would fail deep in synthesis, or write a
         # fractional size into a trace. Sizes beyond 2^40 overflow the traces' int64 fields.
+        for name in ("world", "gpus_per_server", "seq", "micro_batch", "seed", "tp", "ep", "pp", "microbatches",
+                     "imbalance"):
+            object.__setattr__(self, name, plain(getattr(self, name)))  # numpy numbers from a sweep
         for name in ("world", "gpus_per_server", "seq", "micro_batch", "seed", "tp", "ep", "pp", "microbatches"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 40) < v < 1 << 40:

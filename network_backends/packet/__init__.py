@@ -19,7 +19,7 @@ import pandas as pd
 from ... import _core
 from ...astra_configs import load_scheme_preset
 from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
-from ...specs import topology_config, traffic_config, traffic_file_path
+from ...specs import plain, topology_config, traffic_config, traffic_file_path
 from ...astra_configs.formats import fabric_hosts
 from .traffic_files import connection_matrix_nodes, file_field, flow_line
 
@@ -50,6 +50,9 @@ def build_config(
 ) -> dict[str, Any]:
     """The engine's JSON config. A `scheme` preset supplies LB/CC/loss and their paper
     parameters; explicit `lb`/`cc`/`loss` and `*_params` override it."""
+    topology, traffic, seed = plain(topology), plain(traffic), plain(seed)
+    lb_params, cc_params, loss_params, link, switch, packet, limits = map(
+        plain, (lb_params, cc_params, loss_params, link, switch, packet, limits))
     sch: dict[str, Any] = {"lb": "ecmp", "lb_params": {}, "cc": "ideal", "cc_params": {}, "loss": "erasure", "loss_params": {}}
     sw: dict[str, Any] = {}
     if scheme is not None:
@@ -77,7 +80,7 @@ def build_config(
             known = registered[family]
             raise UnknownSchemeError(f"unknown {family} scheme `{sch[family]}`; expected one of: {', '.join(known)}", family, sch[family], known)
     sw.update(switch or {})
-    if not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
         raise ConfigError(f"`seed`: expected an integer in 0..2^64-1, got {seed!r}", "seed")
     cfg: dict[str, Any] = {"topology": topology_config(topology), "traffic": traffic_config(traffic), "scheme": sch, "seed": seed}
     for name, value in (("link", link), ("switch", sw), ("packet", packet), ("limits", limits)):
@@ -189,7 +192,9 @@ def traffic_file_errors(traffic: str | dict[str, Any]) -> Iterator[None]:
 
 def run_config(cfg: dict[str, Any], progress: Callable[[int, int], bool | None] | None = None) -> PacketResults:
     """Run an engine config dict as `build_config` makes it."""
-    cb = None if progress is None else (lambda d, t: progress(d, t) is not False)
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"`progress`: expected a callable progress(done, total), got {type(progress).__name__}", "progress")
+    cb = None if progress is None else (lambda d, t: (r := progress(d, t)) is None or bool(r))
     try:
         raw = _core.simulate_packet(json.dumps(cfg), cb)
     except _core.EngineError as e:

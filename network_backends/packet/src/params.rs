@@ -51,7 +51,8 @@ impl<'a> ParamReader<'a> {
         Ok(v)
     }
 
-    pub fn u64_min(&mut self, name: &str, default: u64, min: u64) -> SimResult<u64> {
+    /// An integer within [min, max].
+    pub fn int_in(&mut self, name: &str, default: u64, min: u64, max: u64) -> SimResult<u64> {
         self.used.insert(name.to_string());
         let v = match self.params.get(name) {
             None => default,
@@ -59,10 +60,15 @@ impl<'a> ParamReader<'a> {
                 self.bad(name, format!("must be a non-negative integer, got {v}"))
             })?,
         };
-        if v < min {
-            return Err(self.bad(name, format!("must be >= {min}, got {v}")));
+        if v < min || v > max {
+            return Err(self.bad(name, format!("must be in {min}..={max}, got {v}")));
         }
         Ok(v)
+    }
+
+    /// An integer of at least `min` that fits the engine's 32-bit counters.
+    pub fn u32_min(&mut self, name: &str, default: u32, min: u32) -> SimResult<u32> {
+        Ok(self.int_in(name, default as u64, min as u64, u32::MAX as u64)? as u32)
     }
 
     /// Fails if any parameter was given that the scheme does not take.

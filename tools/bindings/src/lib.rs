@@ -77,7 +77,8 @@ fn to_py_err(e: SimError) -> PyErr {
 }
 
 /// Run one packet-level simulation. `config_json` follows `SimConfig`; `progress`,
-/// if given, is called as progress(done_flows, total_flows) and may return False to cancel.
+/// if given, is called as progress(done_flows, total_flows) and may return a false value
+/// to cancel.
 #[pyfunction]
 #[pyo3(signature = (config_json, progress=None))]
 fn simulate_packet(
@@ -87,24 +88,28 @@ fn simulate_packet(
 ) -> PyResult<PyObject> {
     let cfg = SimConfig::from_json(config_json).map_err(to_py_err)?;
     let sim = Simulation::new(cfg).map_err(to_py_err)?;
-    let report = py
-        .allow_threads(|| {
-            let mut cb = |done: usize, total: usize| -> bool {
-                match &progress {
-                    None => true,
-                    Some(f) => Python::with_gil(|py| {
-                        if py.check_signals().is_err() {
-                            return false;
-                        }
-                        f.call1(py, (done, total))
-                            .and_then(|r| r.is_truthy(py))
-                            .unwrap_or(false)
-                    }),
-                }
-            };
-            sim.run(&mut cb)
-        })
-        .map_err(to_py_err)?;
+    // A signal (Ctrl-C) or the callback's own exception stops the run and is raised as
+    // itself, not as a cancellation.
+    let mut raised: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        let mut cb = |done: usize, total: usize| -> bool {
+            Python::with_gil(|py| {
+                let go_on = py.check_signals().and_then(|()| match &progress {
+                    None => Ok(true),
+                    Some(f) => f.call1(py, (done, total))?.is_truthy(py),
+                });
+                go_on.unwrap_or_else(|e| {
+                    raised = Some(e);
+                    false
+                })
+            })
+        };
+        sim.run(&mut cb)
+    });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    let report = result.map_err(to_py_err)?;
 
     let out = PyDict::new(py);
     let flows = PyDict::new(py);

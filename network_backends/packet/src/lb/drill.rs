@@ -18,9 +18,12 @@ pub struct Drill {
     rng: Rng,
 }
 
+/// Random ports compared per packet (DRILL uses 2): each costs a draw on every packet.
+const MAX_SAMPLES: u64 = 64;
+
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "drill", params);
-    let samples = p.u64_min("samples", 2, 1)? as usize;
+    let samples = p.int_in("samples", 2, 1, MAX_SAMPLES)? as usize;
     p.finish()?;
     Ok(Box::new(Drill {
         samples,

@@ -30,7 +30,7 @@ pub struct Plb {
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "plb", params);
-    let alpha = p.u64_min("alpha", init.bdp_packets.max(1) as u64, 1)? as u32;
+    let alpha = p.u32_min("alpha", init.bdp_packets.max(1), 1)?;
     let beta = p.f64_in("beta", 0.4, 0.0, 1.0)?;
     p.finish()?;
     let mut rng = derive_rng(init.seed, "lb.plb", 0);

@@ -24,8 +24,8 @@ pub struct Reps {
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "reps", params);
-    let num_entropies = p.u64_min("num_entropies", 256, 1)? as u32;
-    let explore_packets = p.u64_min("explore_packets", init.bdp_packets as u64, 0)? as u32;
+    let num_entropies = p.u32_min("num_entropies", 256, 1)?;
+    let explore_packets = p.u32_min("explore_packets", init.bdp_packets, 0)?;
     p.finish()?;
     Ok(Box::new(Reps {
         flows: vec![FlowState::default(); init.flows.len()],

@@ -15,9 +15,12 @@ pub struct Subflow {
     n_flows: u64,
 }
 
+/// Subflows per flow: the paper uses 4; more than this is a typo.
+const MAX_SUBFLOWS: u64 = 4096;
+
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "subflow", params);
-    let subflows = p.u64_min("subflows", 4, 1)? as u32;
+    let subflows = p.int_in("subflows", 4, 1, MAX_SUBFLOWS)? as u32;
     p.finish()?;
     Ok(Box::new(Subflow {
         subflows,

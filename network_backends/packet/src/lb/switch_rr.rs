@@ -24,7 +24,7 @@ pub struct SwitchRr {
 
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "switch_rr", params);
-    let permute_every = p.u64_min("permute_every", 5, 1)? as u32;
+    let permute_every = p.u32_min("permute_every", 5, 1)?;
     p.finish()?;
     Ok(Box::new(SwitchRr {
         pointers: (0..init.topo.groups.len()).map(|_| None).collect(),

@@ -41,7 +41,7 @@ pub struct Sack {
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
     let mut p = ParamReader::new("loss", "sack", params);
-    let threshold = p.u64_min("threshold", 32, 1)? as u32;
+    let threshold = p.u32_min("threshold", 32, 1)?;
     p.finish()?;
     let payload = init.payload_bytes;
     let flows = init
