@@ -66,6 +66,9 @@ GPUS = {
 PLAN_MAX = {"world": 1 << 17, "microbatches": 1 << 12, "seq": 1 << 24, "micro_batch": 1 << 16}
 
 
+PLAN_INTEGERS = ("world", "gpus_per_server", "seq", "micro_batch", "seed", "tp", "ep", "pp", "microbatches")
+
+
 @dataclass(frozen=True)
 class Plan:
     parallel: str = "fsdp"  # "fsdp" | "dp": how the data-parallel dimension treats parameters
@@ -92,10 +95,9 @@ class Plan:
     def __post_init__(self) -> None:
         # Types first: a string or float here would fail deep in synthesis, or write a
         # fractional size into a trace. Sizes beyond 2^40 overflow the traces' int64 fields.
-        for name in ("world", "gpus_per_server", "seq", "micro_batch", "seed", "tp", "ep", "pp", "microbatches",
-                     "imbalance"):
+        for name in (*PLAN_INTEGERS, "imbalance"):
             object.__setattr__(self, name, plain(getattr(self, name)))  # numpy numbers from a sweep
-        for name in ("world", "gpus_per_server", "seq", "micro_batch", "seed", "tp", "ep", "pp", "microbatches"):
+        for name in PLAN_INTEGERS:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 40) < v < 1 << 40:
                 raise ConfigError(f"`{name}`: expected an integer below 2^40, got {v!r}", name)

@@ -118,8 +118,8 @@ pub const ASTRA_NAMES: [(&str, &str); 7] = [
     ("recursiveDoubling", "recursive_doubling"),
 ];
 
-/// tracefabric's name for an algorithm named by tracefabric or by ASTRA-sim, if known.
-pub fn canonical_name(name: &str) -> Option<&'static str> {
+/// The algorithm named by tracefabric or by ASTRA-sim, if known.
+fn lookup(name: &str) -> Option<&'static dyn Algorithm> {
     let windowless = ["oneDirect", "direct"].into_iter().find_map(|prefix| {
         let digits = name.strip_prefix(prefix)?;
         (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(prefix)
@@ -129,21 +129,22 @@ pub fn canonical_name(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(astra, _)| *astra == name)
         .map_or(name, |(_, ours)| ours);
-    names().into_iter().find(|n| *n == name)
+    registry().into_iter().find(|a| a.name() == name)
+}
+
+/// tracefabric's name for an algorithm named by tracefabric or by ASTRA-sim, if known.
+pub fn canonical_name(name: &str) -> Option<&'static str> {
+    lookup(name).map(|a| a.name())
 }
 
 /// Looks up an algorithm by tracefabric name or by ASTRA-sim's name for it.
 pub fn by_name(name: &str) -> Result<&'static dyn Algorithm, String> {
-    let canonical = canonical_name(name).ok_or_else(|| {
+    lookup(name).ok_or_else(|| {
         format!(
             "unknown collective algorithm `{name}`; expected one of: {}",
             names().join(", ")
         )
-    })?;
-    Ok(registry()
-        .into_iter()
-        .find(|a| a.name() == canonical)
-        .expect("a canonical name is registered"))
+    })
 }
 
 /// log2(n) when n is a power of two, else an error naming the algorithm.
