@@ -20,6 +20,7 @@ import yaml
 
 from .. import _core
 from ..errors import ConfigError, DuplicateKeyError, load_json
+from ..specs import oversubscription_problem, shown
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)
 REQUIRED = object()
@@ -58,6 +59,7 @@ SYSTEM_KEYS_WITHOUT_EFFECT = ["local-reduction-delay", "boost-mode", "L", "o", "
 # chunks of one collective would fill memory (each is a DAG of flows; ASTRA-sim uses 1-64).
 SYSTEM_KEY_MAX = {"preferred-dataset-splits": 2**16, "active-chunks-per-dimension": 2**32 - 1,
                   "endpoint-delay": 1e11}
+NON_NEGATIVE_KEYS = ("endpoint-delay", "local-mem-bw", "peak-perf")
 IMPLEMENTATION_KEYS = ["all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
                        "all-to-all-implementation", "broadcast-implementation"]
 
@@ -102,7 +104,10 @@ class SystemConfig:
 
 
 def _finite_at_most(value: int | float, limit: float) -> bool:
-    return (isinstance(value, int) or math.isfinite(value)) and value <= limit
+    try:  # an integer past 1.8e308 has no float: the readers' float() would raise OverflowError
+        return math.isfinite(float(value)) and value <= limit
+    except OverflowError:
+        return False
 
 
 def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
@@ -120,8 +125,9 @@ def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             raise ConfigError(f"{path}: key {key!r} = {value!r}: expected {' or '.join(t.__name__ for t in types)}", key)
         if isinstance(value, (int, float)) and not _finite_at_most(value, SYSTEM_KEY_MAX.get(key, math.inf)):
-            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected a finite number"
-                              + (f" <= {SYSTEM_KEY_MAX[key]:{'d' if types == (int,) else 'g'}}" if key in SYSTEM_KEY_MAX else ""), key)
+            limit = f" <= {SYSTEM_KEY_MAX[key]:{'d' if types == (int,) else 'g'}}" if key in SYSTEM_KEY_MAX else ""
+            limit = limit or (" >= 0" if key in NON_NEGATIVE_KEYS else "")
+            raise ConfigError(f"{path}: key {key!r} = {shown(value)}: expected a finite number{limit}", key)
     for key, (_, default, _) in SYSTEM_KEYS.items():
         if default is REQUIRED and key not in raw:
             raise ConfigError(f"{path}: missing required key {key!r}", key)
@@ -135,7 +141,7 @@ def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
     for key in ("preferred-dataset-splits", "active-chunks-per-dimension"):
         if int(cfg[key]) < 1:
             raise ConfigError(f"{path}: key {key!r} = {cfg[key]}: expected an integer >= 1", key)
-    for key in ("endpoint-delay", "local-mem-bw", "peak-perf"):
+    for key in NON_NEGATIVE_KEYS:
         if float(cfg[key]) < 0:
             raise ConfigError(f"{path}: key {key!r} = {cfg[key]}: expected a non-negative number", key)
     if cfg["model-shared-bus"]:
@@ -234,7 +240,7 @@ def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | Pa
     for key, (low, high, unit) in NETWORK_RANGES.items():
         for d, v in enumerate(raw[key]):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v and _finite_at_most(v, high)):
-                raise ConfigError(f"{path}: {key}[{d}] = {v!r}: expected a number of {unit} in {low:g}..{high:g}", key)
+                raise ConfigError(f"{path}: {key}[{d}] = {shown(v)}: expected a number of {unit} in {low:g}..{high:g}", key)
     return AstraNetwork(list(raw["topology"]), list(raw["npus_count"]), [float(b) for b in raw["bandwidth"]],
                         [float(v) for v in raw["latency"]], path)
 
@@ -248,6 +254,8 @@ def fabric_hosts(topo: dict[str, Any], path: str) -> int:
     if kind == "fat_tree":
         return topo["k"] ** 3 // 4 if typed and isinstance(topo.get("k"), int) else 0
     if kind == "leaf_spine":
+        if why := oversubscription_problem(topo.get("oversubscription")):
+            raise ConfigError(f"{path}: topology.oversubscription: {why}", "topology.oversubscription")
         if not (typed and isinstance(topo.get("leaves"), int) and isinstance(topo.get("spines"), int)):
             return 0
         per_leaf = topo.get("hosts_per_leaf") or round((topo.get("oversubscription") or 1) * topo["spines"] * (topo.get("links_per_pair") or 1))
@@ -353,7 +361,7 @@ def read_memory(path: str | Path | None) -> RemoteMemory:
         if isinstance(value, bool) or not isinstance(value, MEMORY_KEYS[key]):
             raise ConfigError(f"{path}: key {key!r} = {value!r}: expected {' or '.join(t.__name__ for t in MEMORY_KEYS[key])}", key)
         if isinstance(value, (int, float)) and not (value >= 0 and _finite_at_most(value, math.inf)):
-            raise ConfigError(f"{path}: key {key!r} = {value!r}: expected a finite number >= 0", key)
+            raise ConfigError(f"{path}: key {key!r} = {shown(value)}: expected a finite number >= 0", key)
     kind = raw.get("memory-type")
     if kind not in MEMORY_TYPES:
         raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: expected one of {', '.join(MEMORY_TYPES)}", "memory-type")

@@ -13,7 +13,7 @@ from typing import Any
 from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError, from_system
-from ..traces.chakra_io import EtNode, comm_type_name
+from ..traces.chakra_io import EtNode, comm_kind, int_attr, int_value
 from ..traces.validate import RankTrace, graph_problems, group_problem, load
 
 COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
@@ -38,26 +38,10 @@ def read_workload(where: str | Path, comm_groups: str | Path | None = None) -> W
     return Workload(traces, groups, str(where))
 
 
-def _int_attr(a: dict[str, Any], key: str, where: str, default: int = 0) -> int:
-    """An integer attribute (Chakra writers store some as strings of digits), or a ConfigError
-    naming the node and attribute: not a raw ValueError, and never a float silently cut."""
-    v = a.get(key)
-    return default if v is None else _int_value(v, key, where)
-
-
-def _int_value(v: Any, key: str, where: str) -> int:
-    try:
-        if isinstance(v, (bool, list, tuple, dict)) or (isinstance(v, float) and not v.is_integer()):
-            raise TypeError
-        return int(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None
-
-
 def _split_list(splits: Any, attr: str, where: str) -> list[int]:
     if not isinstance(splits, list):
         raise ConfigError(f"{where}: attribute {attr!r} = {splits!r}: expected a list of bytes per group rank", attr)
-    out = [_int_value(x, attr, where) for x in splits]
+    out = [int_value(x, attr, where) for x in splits]
     if any(b < 0 for b in out):
         raise ConfigError(f"{where}: {attr} {splits}: expected bytes >= 0", attr)
     return out
@@ -81,7 +65,7 @@ def _memory_ps(memory: RemoteMemory, size: int, where: str) -> int:
 
 def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
     a = node.attrs
-    num_ops, tensor = _int_attr(a, "num_ops", where), _int_attr(a, "tensor_size", where)
+    num_ops, tensor = int_attr(a, "num_ops", where), int_attr(a, "tensor_size", where)
     if cfg.roofline and not a.get("is_cpu_op", False) and num_ops > 0 and tensor > 0:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
@@ -124,14 +108,11 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
                                       "NO_MEMORY_EXPANSION", "memory-type")
-                node.update(kind="memory", duration_ps=_memory_ps(memory, _int_attr(a, "tensor_size", where), where))
+                node.update(kind="memory", duration_ps=_memory_ps(memory, int_attr(a, "tensor_size", where), where))
             elif n.type == "COMM_COLL_NODE":
                 if "comm_type" not in a:
                     raise ConfigError(f"{where}: collective without attribute 'comm_type'", "comm_type")
-                try:
-                    kind_name = comm_type_name(_int_attr(a, "comm_type", where))
-                except (ConfigError, ValueError):
-                    kind_name = str(a["comm_type"])
+                kind_name = comm_kind(a["comm_type"]) or str(a["comm_type"])
                 if kind_name not in COLLECTIVES:
                     raise ConfigError(f"{where}: comm_type {kind_name}: expected one of {', '.join(COLLECTIVES)}", "comm_type")
                 pg = str(a.get("pg_name", ""))
@@ -140,7 +121,7 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 group = index[pg] if pg in w.groups else 0
                 if "comm_size" not in a:  # as `trace validate` refuses it: 0 bytes would be a guess
                     raise ConfigError(f"{where}: collective without attribute 'comm_size'", "comm_size")
-                size = _int_attr(a, "comm_size", where)
+                size = int_attr(a, "comm_size", where)
                 if size < 0:
                     raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")
                 node.update(kind="collective", collective=COLLECTIVES[kind_name], bytes=size, group=group)
@@ -153,12 +134,12 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 field = "comm_dst" if n.type == "COMM_SEND_NODE" else "comm_src"
                 if field not in a:
                     raise ConfigError(f"{where}: {n.type} without attribute {field!r}", field)
-                peer, size = _int_attr(a, field, where), _int_attr(a, "comm_size", where)
+                peer, size = int_attr(a, field, where), int_attr(a, "comm_size", where)
                 if peer < 0 or size < 0:
                     raise ConfigError(f"{where}: {field} = {peer}, comm_size = {size}: expected a rank and bytes >= 0",
                                       field if peer < 0 else "comm_size")
                 node.update(kind="send" if n.type == "COMM_SEND_NODE" else "recv", peer=peer,
-                            tag=_int_attr(a, "comm_tag", where), bytes=size)
+                            tag=int_attr(a, "comm_tag", where), bytes=size)
             elif n.type in ("METADATA_NODE", "INVALID_NODE"):
                 node.update(kind="instant")
             else:

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import LINK, T_ACK, T_DATA
 
-from tracefabric import ConfigError, FlowError, SchemeParamError, TrafficFileError, UnknownSchemeError
+from tracefabric import ConfigError, FlowError, SchemeParamError, SimulationDidNotFinish, TrafficFileError, UnknownSchemeError
 from tracefabric.network_backends.packet import simulate
 from tracefabric.network_backends.packet.traffic_files import read_traffic_file
 
@@ -37,6 +37,13 @@ def test_unknown_or_bad_scheme_parameter_names_it():
             simulate("fat-tree:k=4", "permutation:size=4KiB", lb=lb, lb_params={param: top + 1})
     with pytest.raises(SchemeParamError, match=r"`threshold` must be in 1\.\.=4294967295, got 4294967297$"):
         simulate("fat-tree:k=4", "permutation:size=4KiB", loss="sack", loss_params={"threshold": 2**32 + 1})
+    # Bin edges out of order blame the one the user set, not a default left alone.
+    for given, blamed, message in (({"quantum1": 0.5}, "quantum1", "quantum1 <= quantum2, got 0.5 > 0.1"),
+                                   ({"quantum2": 0.3}, "quantum2", "quantum2 <= quantum3, got 0.3 > 0.2"),
+                                   ({"quantum1": 0.5, "quantum2": 0.2}, "quantum2", "quantum1 <= quantum2, got 0.5 > 0.2")):
+        with pytest.raises(SchemeParamError, match=re.escape(f"`{blamed}` must satisfy {message}")) as e:
+            simulate("fat-tree:k=4", "permutation:size=4KiB", lb="switch_ar", lb_params=given)
+        assert e.value.param == blamed
 
 
 def test_numpy_numbers_read_as_python_ones():
@@ -265,6 +272,9 @@ def test_unknown_or_ill_typed_config_keys_are_named_by_their_path():
     ("fat-tree:k=4", {"kind": "incast", "dst": 0, "senders": 3, "bytes": "x"}, "traffic.bytes", 'invalid type: string "x", expected u64'),
     ("fat-tree:k=4", {"kind": "all_to_all", "bytes": 5, "staggered": 1}, "traffic.staggered",
      "invalid type: integer `1`, expected a boolean"),
+    # A missing key is named, not the first key present (`traffic.senders` before).
+    ("fat-tree:k=4", {"kind": "incast", "senders": 2, "bytes": 1000}, "traffic.dst", "missing field `dst`"),
+    ({"kind": "fat_tree"}, "permutation:size=4KiB", "topology.k", "missing field `k`"),
 ])
 def test_keys_inside_the_kind_tagged_sections_are_named(topology, traffic, field, message):
     # Serde stops its error path at a `kind`-tagged section (it buffers it to pick the
@@ -346,11 +356,36 @@ def test_capture_refuses_an_option_its_workload_does_not_take_before_starting_ra
     ({"link": {"rate_gbps": 1e-9}}, "link.rate_gbps"),       # one frame would take 9 hours
     ({"packet": {"header_bytes": 2**32 - 1}}, "packet.payload_bytes"),  # payload + header wrapped in 32 bits
     ({"packet": {"ack_bytes": 2**32 - 1}}, "packet.ack_bytes"),
+    ({"packet": {"gap_bytes": 2**32 - 1}}, "packet.gap_bytes"),  # 43 ms of gap per frame at 800 Gbps
 ])
 def test_numbers_that_would_overflow_the_engines_clock_or_sizes_are_refused(kwargs, field):
     with pytest.raises(ConfigError) as e:
         simulate("fat-tree:k=4", "permutation:size=4KiB", **kwargs)
     assert e.value.field == field, str(e.value)
+
+
+@pytest.mark.parametrize("topology,traffic,field,message", [
+    # 10^10 links (10^5 leaves x 10^5 spines) and 10^8 routing entries: refused before they
+    # are allocated (this grew until the machine ran out of memory).
+    ("leaf-spine:leaves=100000,spines=100000,hosts_per_leaf=1", "permutation:size=4KiB", "topology",
+     "hosts + leaves x spines x links_per_pair = 10000100000 links exceeds the supported maximum of 4194304"),
+    ("leaf-spine:leaves=10000,spines=64,hosts_per_leaf=1", "permutation:size=4KiB", "topology",
+     "(leaves + spines) x leaves = 100640000 routing entries exceeds the supported maximum of 67108864"),
+    # 8,192 x 8,191 flows: ~55 GB of run state.
+    ("fat-tree:k=32", "all-to-all:size=4KiB", "traffic",
+     "67100672 flows on 8192 hosts exceeds the supported maximum of 8388608 flows per run"),
+])
+def test_fabrics_and_traffic_too_large_for_memory_are_refused_before_they_are_built(topology, traffic, field, message):
+    with pytest.raises(ConfigError) as e:
+        simulate(topology, traffic)
+    assert e.value.field == field
+    assert str(e.value) == f"invalid config field `{field}`: {message}"
+
+
+def test_a_run_past_its_time_limit_reports_the_limit_not_its_last_event():
+    # The first frame's arrival (2 s of link latency) lies past the 1 s limit: the error said t = 0.
+    with pytest.raises(SimulationDidNotFinish, match=r"16 of 16 flows incomplete at t=1000000\.000 us \(limits\.max_time_ms = 1000 reached\)"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link={"latency_ns": 2e9})
 
 
 def test_a_flow_too_large_to_finish_is_refused_before_memory_runs_out():
@@ -454,6 +489,16 @@ def test_a_timeout_shorter_than_the_round_trip_is_refused_and_the_default_stretc
     per_hop_us = (4158 * 8 / 1e3 + 0.5) + (64 * 8 / 1e3 + 0.5)
     assert (r.flows["fct_us"] >= r.flows["hops"] * per_hop_us - 1e-6).all()
     assert r.flows["fct_us"].max() >= rtt_us
+    # Nor may a packet be presumed lost while it can still wait in queues: the default is at
+    # least the round trip plus two drains of an 800 KB buffer (2 x 6,400 us at 1 Gbps). With
+    # 417 us, a 1 Gbps ECMP all-to-all ended "no progress through 32 timeouts"; a run that
+    # gives up now names the timeout it used.
+    rto_us = rtt_us + 2 * 800_000 * 8 / 1e3
+    with pytest.raises(SimulationDidNotFinish, match=rf"through 1 consecutive timeouts \(limits.max_timeouts\) of {rto_us:.3f} us each \(limits.rto_us\)"):
+        simulate("fat-tree:k=4", "all-to-all:size=1MiB", link={"rate_gbps": 1}, limits={"max_timeouts": 1})
+    r = simulate("fat-tree:k=4", "all-to-all:size=1MiB", link={"rate_gbps": 1})
+    assert r.flows["timeouts"].sum() > 0 and r.summary["data_packets_dropped"] > 0  # ECMP collisions overflow queues...
+    assert 0 < r.cct_increase < 0.5  # ...and every flow still finishes (measured +25.7 %)
 
 
 def test_a_csv_with_a_bom_reads_and_a_param_given_twice_is_refused(tmp_path):

@@ -184,7 +184,7 @@ def net_schemes() -> None:
 
 @trace.command("synthesize")
 def trace_synthesize(
-    model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3; tiny-llama, tiny-moe: the captured workloads) or a config.json path.")] = "llama3-8b",
+    model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3; tiny-llama, tiny-moe: the captured workloads), a config.json path or a Hugging Face model folder holding one.")] = "llama3-8b",
     world: Annotated[int, typer.Option(help="Number of ranks (GPUs).")] = 1024,
     parallel: Annotated[str, typer.Option(help="fsdp (ZeRO-3, per-layer units) or dp (all-reduce per unit).")] = "fsdp",
     gpus_per_server: Annotated[int, typer.Option(help="GPUs per server (NVLink domain); 1 = flat rings.")] = 8,
@@ -292,7 +292,7 @@ def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
 
 @trace.command("inspect")
 def trace_inspect(
-    et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, or a prefix (dir/trace).")],
+    et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
     ranks: Annotated[int, typer.Option(min=1, help="Show at most this many ranks.")] = 8,
 ) -> None:
     """Node counts by type, collectives per group in order with sizes, and each rank's critical path."""
@@ -331,7 +331,7 @@ def trace_rescale(
 
 @trace.command("validate")
 def trace_validate(
-    et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, or a prefix (dir/trace).")],
+    et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
 ) -> None:
     """Check schema version, dependencies (missing, self, cycles) and that every group's ranks issue the same collectives."""
     from .traces import validate as v
@@ -350,7 +350,7 @@ Backend = Annotated[str, typer.Option(help="analytical:astra-unaware | analytica
 
 @app.command("run")
 def run_iteration(
-    workload: Annotated[Path, typer.Option(help="ET prefix (dir/name for dir/name.<rank>.et) or a directory of ETs.")],
+    workload: Annotated[Path, typer.Option(help="ET prefix (dir/name for dir/name.<rank>.et), one of its files (dir/name.0.et) or a directory of ETs.")],
     system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
     network: Annotated[Path, typer.Option(help="ASTRA-sim analytical network YAML, or a packet-fabric YAML (topology: {kind: fat_tree, k: 8}, link, switch, packet).")],
     backend: Backend = "analytical:astra-unaware",

@@ -9,6 +9,22 @@ from typing import Any
 from .errors import ConfigError
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+MAX_HOSTS = 1 << 24  # the engine addresses hosts with 24 bits
+
+
+def shown(value: Any) -> str:
+    """`repr(value)` for an error message, an integer of hundreds of digits summarized."""
+    text = repr(value)
+    return f"an integer of {len(text)} digits ({text[:6]}...)" if isinstance(value, int) and len(text) > 24 else text
+
+
+def oversubscription_problem(value: Any) -> str | None:
+    """Why a leaf-spine `oversubscription` (hosts per leaf over its uplinks) cannot be, or None.
+    Past 2^24 no fabric fits, and 1e308 x spines overflowed to a raw OverflowError; a value of
+    another type is left to the engine, which names the type it expects."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or 0 < value <= MAX_HOSTS:
+        return None
+    return f"expected a finite number in (0, {MAX_HOSTS}] (hosts per leaf over its uplinks), got {shown(value)}"
 
 
 def plain(value: Any) -> Any:
@@ -24,11 +40,17 @@ def plain(value: Any) -> Any:
 
 
 def parse_size(text: str | int, field: str = "size") -> int:
-    """Bytes from `1048576`, `1MiB`, `800KB`, `4 KiB` (SI and binary prefixes)."""
+    """Bytes from `1048576`, `1MiB`, `800KB`, `4 KiB` (SI and binary prefixes, any case but a
+    final lowercase `b`: `1Mb` is a megabit and refused)."""
     if isinstance(text, int):
         value = text
     else:
         m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+        if m and m.group(2).endswith("b") and m.group(2)[:-1].upper() + "B" in _UNITS:
+            # A lowercase b is a bit in networking (1 Mb = 125 KB): refused, not read as bytes.
+            number, unit = m.group(1), m.group(2)[:-1].upper().replace("I", "i") + "B"
+            hint = f"{number}{unit} or {number}{unit[0]}iB" if len(unit) == 2 else f"{number}{unit}"
+            raise ConfigError(f"`{field}`: {text!r} would be bits (lowercase b); sizes are bytes: write {hint}", field)
         unit = m.group(2).upper() if m else None
         if not m or unit not in _UNITS:
             raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB)", field)
@@ -102,6 +124,8 @@ def _bool(value: str, field: str) -> bool:
 def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
     """The engine's topology dict from `fat-tree:k=8` or `leaf-spine:leaves=8,spines=4,...`."""
     if isinstance(spec, dict):
+        if spec.get("kind") == "leaf_spine" and (why := oversubscription_problem(spec.get("oversubscription"))):
+            raise ConfigError(f"`topology.oversubscription`: {why}", "topology.oversubscription")
         return spec
     kind, p = split_spec(spec, "topology")
     if kind == "fat-tree":
@@ -118,6 +142,8 @@ def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
                 cfg["oversubscription"] = float(p.pop("oversubscription"))
             except ValueError:
                 raise ConfigError("`topology.oversubscription`: expected a number", "topology.oversubscription") from None
+            if why := oversubscription_problem(cfg["oversubscription"]):
+                raise ConfigError(f"`topology.oversubscription`: {why}", "topology.oversubscription")
         return cfg
     raise ConfigError(f"`topology`: unknown kind {kind!r} (expected fat-tree or leaf-spine)", "topology")
 

@@ -4,6 +4,7 @@ GlobalMetadata message followed by Node messages, each prefixed by its varint le
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -17,11 +18,45 @@ from ..errors import ConfigError
 SCHEMA_VERSION = "0.0.4"
 
 COMM_TYPES = {name: pb.CollectiveCommType.Value(name) for name in pb.CollectiveCommType.keys()}
+COMM_NAMES = {value: name for name, value in COMM_TYPES.items()}
 
 
 def comm_type_name(value: int) -> str:
     """Chakra's name of a `comm_type` attribute value (ALL_GATHER for 2, ...)."""
     return pb.CollectiveCommType.Name(value)
+
+
+# Readers of node attributes shared by `run` (collectives/workload.py) and `trace validate`,
+# so that one never refuses what the other accepts.
+
+def int_value(v: Any, key: str, where: str) -> int:
+    """An integer attribute value (Chakra writers store some as strings of digits), or a
+    ConfigError naming `where` and the attribute: never a float silently cut."""
+    try:
+        if isinstance(v, (bool, list, tuple, dict)) or (isinstance(v, float) and not v.is_integer()):
+            raise TypeError
+        return int(v)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None
+
+
+def int_attr(attrs: dict[str, Any], key: str, where: str, default: int = 0) -> int:
+    """`int_value` of attribute `key`, or `default` when the node does not set it."""
+    v = attrs.get(key)
+    return default if v is None else int_value(v, key, where)
+
+
+def comm_kind(value: Any) -> str | None:
+    """Chakra's name of a `comm_type` value given as its number (an int or a string of
+    digits) or as the name itself, or None when it names no CollectiveCommType."""
+    if isinstance(value, str) and value in COMM_TYPES:
+        return value
+    if type(value) is int and value in COMM_NAMES:  # the common case, looked up directly
+        return COMM_NAMES[value]
+    try:
+        return comm_type_name(int_value(value, "comm_type", ""))
+    except (ConfigError, ValueError):
+        return None
 
 
 @dataclass
@@ -55,11 +90,68 @@ def _attr(name: str, value: Any) -> pb.AttributeProto:
 
 
 def encode_node(n: EtNode) -> bytes:
-    msg = pb.Node(id=n.id, name=n.name, type=pb.NodeType.Value(n.type), duration_micros=n.duration_micros)
-    msg.data_deps.extend(n.data_deps)
-    msg.ctrl_deps.extend(n.ctrl_deps)
-    msg.attr.extend(_attr(k, v) for k, v in n.attrs.items())
+    try:
+        msg = pb.Node(id=n.id, name=n.name, type=pb.NodeType.Value(n.type), duration_micros=n.duration_micros)
+        msg.data_deps.extend(n.data_deps)
+        msg.ctrl_deps.extend(n.ctrl_deps)
+        msg.attr.extend(_attr(k, v) for k, v in n.attrs.items())
+    except (TypeError, ValueError) as e:
+        # protobuf refuses every bad value but names neither the node nor the field
+        # ("Value out of range: -1"); find them only then, off the fast path.
+        field, why = _node_problem(n) or ("node", f"cannot be encoded ({e})")
+        raise ConfigError(f"node {n.id} ({n.name!r}): {why}", field) from None
     return _framed(msg)
+
+
+U64_TEXT, I64_TEXT = "an integer in 0..2^64-1", "an integer in -2^63..2^63-1"
+
+
+def _is_int(v: Any, low: int, high: int) -> bool:
+    """An integer (numpy's too, as protobuf takes them; not a bool) in low..high-1."""
+    if isinstance(v, bool):
+        return False
+    try:
+        return low <= operator.index(v) < high
+    except TypeError:
+        return False
+
+
+def _node_problem(n: EtNode) -> tuple[str, str] | None:
+    """(field, why) of the first field of `n` Chakra's Node cannot hold, or None."""
+    for fld in ("id", "duration_micros"):
+        v = getattr(n, fld)
+        if not _is_int(v, 0, 1 << 64):
+            return fld, f"field `{fld}` = {v!r}: expected {U64_TEXT}"
+    if not isinstance(n.name, str):
+        return "name", f"field `name` = {n.name!r}: expected a string"
+    if n.type not in pb.NodeType.keys():
+        return "type", f"field `type` = {n.type!r}: expected one of {', '.join(pb.NodeType.keys())}"
+    for fld in ("data_deps", "ctrl_deps"):
+        deps = getattr(n, fld)
+        if not isinstance(deps, (list, tuple)):
+            return fld, f"field `{fld}` = {deps!r}: expected a list of node ids"
+        for i, d in enumerate(deps):
+            if not _is_int(d, 0, 1 << 64):
+                return fld, f"field `{fld}`[{i}] = {d!r}: expected a node id, {U64_TEXT}"
+    for key, value in n.attrs.items():
+        if why := _attr_problem(key, value):
+            return str(key), why
+    return None
+
+
+def _attr_problem(key: Any, value: Any) -> str | None:
+    """Why `_attr` cannot store `value` under `key`, or None."""
+    if not isinstance(key, str):
+        return f"attribute name {key!r}: expected a string"
+    def int64(v: Any) -> bool:  # as `_attr` takes them: Python ints, not bools
+        return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63
+
+    if isinstance(value, (bool, str)) or int64(value):
+        return None
+    if isinstance(value, list) and (all(isinstance(v, bool) for v in value) or all(int64(v) for v in value)):
+        return None
+    return (f"attribute `{key}` = {value!r:.80}: expected a bool, a string, {I64_TEXT}, "
+            "or a list of bools or of such integers")
 
 
 def _framed(msg: Any) -> bytes:
@@ -71,7 +163,10 @@ def encode_trace(nodes: list[EtNode], metadata: dict[str, Any] | None = None, ca
     """The ET file's bytes. `cache` (node object id -> bytes) lets traces that share node objects
     encode each once; the caller keeps the nodes alive while it uses the cache."""
     meta = pb.GlobalMetadata(version=SCHEMA_VERSION)
-    meta.attr.extend(_attr(k, v) for k, v in (metadata or {}).items())
+    for k, v in (metadata or {}).items():
+        if why := _attr_problem(k, v):
+            raise ConfigError(f"GlobalMetadata: {why}", str(k))
+        meta.attr.append(_attr(k, v))
     if cache is None:
         return _framed(meta) + b"".join(encode_node(n) for n in nodes)
     parts = [_framed(meta)]
@@ -84,7 +179,11 @@ def encode_trace(nodes: list[EtNode], metadata: dict[str, Any] | None = None, ca
 
 
 def write_trace(path: str | Path, nodes: list[EtNode], metadata: dict[str, Any] | None = None) -> None:
-    Path(path).write_bytes(encode_trace(nodes, metadata))
+    try:
+        data = encode_trace(nodes, metadata)
+    except ConfigError as e:  # nothing written: a bad node is named with the file it was meant for
+        raise ConfigError(f"{path}: {e}", e.field) from None
+    Path(path).write_bytes(data)
 
 
 def _attr_value(a: pb.AttributeProto) -> Any:

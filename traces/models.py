@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ConfigError, load_json
+from ..specs import plain
 
 
 # Hugging Face model types read here: Llama-style decoders (dense or MoE), DeepSeek's MLA, GPT-2.
@@ -30,6 +31,12 @@ HF_KEYS_READ = ("model_type", "_name_or_path", "num_hidden_layers", "hidden_size
                 "n_layer", "n_embd", "n_inner", "n_head", "n_positions")
 MAX_LAYERS = 4096
 MAX_WIDTH = 1 << 24
+MODEL_FAMILIES = ("llama", "gpt2", "deepseek", "moe_layer")
+# ModelSpec's integer fields and their least value (counts of things every model has start
+# at 1; optional parts, such as shared experts or MLA ranks, at 0).
+MODEL_INTEGERS = {"layers": 1, "hidden": 1, "ffn": 1, "heads": 1, "kv_heads": 1, "vocab": 1, "experts": 1,
+                  "top_k": 1, "shared_experts": 0, "dense_layers": 0, "dense_ffn": 0, "max_positions": 0,
+                  "q_lora_rank": 0, "kv_lora_rank": 0, "qk_nope_dim": 0, "qk_rope_dim": 0, "v_head_dim": 0}
 
 
 @dataclass(frozen=True)
@@ -56,16 +63,28 @@ class ModelSpec:
     v_head_dim: int = 0
 
     def __post_init__(self) -> None:
+        # Types and signs first: a string, bool or negative count would give nonsense parameter
+        # counts (negative shared experts, negative bytes) rather than fail. Upper limits keep
+        # byte counts inside the traces' int64 fields and the per-rank graphs (nodes per layer)
+        # inside memory: Llama-3 405B has 126 layers, 16,384 wide.
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"model name {self.name!r}: expected a non-empty string", "name")
+        if self.family not in MODEL_FAMILIES:
+            raise ConfigError(f"model `{self.name}`: `family` = {self.family!r}: expected one of "
+                              f"{', '.join(MODEL_FAMILIES)}", "family")
+        for name, low in MODEL_INTEGERS.items():
+            object.__setattr__(self, name, plain(getattr(self, name)))  # numpy numbers from a sweep
+            v = getattr(self, name)
+            high = MAX_LAYERS if name in ("layers", "dense_layers") else MAX_WIDTH
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
+                raise ConfigError(f"model `{self.name}`: `{name}` = {v!r}: expected an integer in {low}..{high}", name)
         check = [
-            # Upper limits keep byte counts inside the traces' int64 fields and the per-rank
-            # graphs (nodes per layer) inside memory: Llama-3 405B has 126 layers, 16,384 wide.
-            (1 <= self.layers <= MAX_LAYERS, f"layers ({self.layers}) must be in 1..{MAX_LAYERS}"),
-            (all(1 <= v <= MAX_WIDTH for v in (self.hidden, self.ffn, self.vocab)),
-             f"hidden, ffn and vocab ({self.hidden}, {self.ffn}, {self.vocab}) must be in 1..{MAX_WIDTH}"),
             (self.heads >= 1 and self.hidden % self.heads == 0 or self.q_lora_rank > 0, f"heads ({self.heads}) must divide hidden ({self.hidden})"),
             (self.kv_heads >= 1 and self.heads % self.kv_heads == 0, f"kv_heads ({self.kv_heads}) must divide heads ({self.heads})"),
             (1 <= self.top_k <= self.experts, f"top_k ({self.top_k}) must be between 1 and experts ({self.experts})"),
             (0 <= self.dense_layers <= self.layers, f"dense_layers ({self.dense_layers}) must be between 0 and layers ({self.layers})"),
+            (self.dense_layers == 0 or self.dense_ffn >= 1,
+             f"dense_layers ({self.dense_layers}) need their MLP width dense_ffn >= 1, got {self.dense_ffn}"),
         ]
         for ok, why in check:
             if not ok:
@@ -170,14 +189,21 @@ def get_model(name: str | Path) -> ModelSpec:
     if not isinstance(name, (str, Path)):
         raise ConfigError(f"model = {name!r}: expected a zoo model name ({', '.join(ZOO)}) or a config.json path", "model")
     path = Path(name)
-    if path.suffix == ".json":
+    if path.suffix == ".json" or path.is_dir():
         return from_hf_config(path)
-    raise ConfigError(f"unknown model `{name}`; expected one of: {', '.join(ZOO)} or a config.json path", "model")
+    raise ConfigError(f"unknown model `{name}`; expected one of: {', '.join(ZOO)}, a config.json path "
+                      "or a Hugging Face model folder", "model")
 
 
 def from_hf_config(path: str | Path) -> ModelSpec:
-    """Read a Hugging Face `config.json` (Llama, Mistral/Mixtral, GPT-2 or DeepSeek-V3 style)."""
+    """Read a Hugging Face `config.json` (Llama, Mistral/Mixtral, GPT-2 or DeepSeek-V3 style),
+    or the one in a model folder as Hugging Face downloads it."""
     path = Path(path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{path}: a folder without config.json; expected a Hugging Face model folder "
+                              "or a config.json path", "model")
+        path = path / "config.json"
     c = load_json(path, "model")
     if not isinstance(c, dict):
         raise ConfigError(f"{path}: expected a JSON object of model settings, got {type(c).__name__}", "model")

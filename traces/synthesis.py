@@ -95,8 +95,13 @@ class Plan:
     def __post_init__(self) -> None:
         # Types first: a string or float here would fail deep in synthesis, or write a
         # fractional size into a trace. Sizes beyond 2^40 overflow the traces' int64 fields.
-        for name in (*PLAN_INTEGERS, "imbalance"):
+        for name in (*PLAN_INTEGERS, "imbalance", "root_unit"):
             object.__setattr__(self, name, plain(getattr(self, name)))  # numpy numbers from a sweep
+        for name, known in (("parallel", ("fsdp", "dp")), ("precision", BYTES_PER_PARAM), ("gpu", GPUS)):
+            if not isinstance(getattr(self, name), str):  # a list here was a TypeError (unhashable)
+                raise ConfigError(f"`{name}`: expected a string, one of {', '.join(known)}, got {getattr(self, name)!r}", name)
+        if not isinstance(self.root_unit, bool):  # "no" would be true
+            raise ConfigError(f"`root_unit`: expected True or False, got {self.root_unit!r}", "root_unit")
         for name in PLAN_INTEGERS:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 40) < v < 1 << 40:

@@ -20,7 +20,7 @@ from typing import Any
 from .. import _core
 from ..astra_configs.formats import read_comm_groups
 from ..errors import ConfigError
-from .chakra_io import COMM_TYPES, SCHEMA_VERSION, EtNode, comm_type_name, read_trace
+from .chakra_io import SCHEMA_VERSION, EtNode, comm_kind, int_attr, int_value, read_trace
 
 SUPPORTED_VERSIONS = (SCHEMA_VERSION,)
 COMM_NODES = ("COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE")
@@ -43,11 +43,14 @@ class RankTrace:
 
 
 def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list[RankTrace], dict[str, list[int]]]:
-    """ETs of every rank: `where` is a directory holding `<prefix>.<r>.et` files, or a prefix
-    (`dir/trace` for `dir/trace.0.et`, ...). Ranks must be 0..N-1 with none missing. Groups come
-    from `comm_groups` if given, else from `comm_groups.json` beside the ETs if there is one;
-    a group listing a rank the workload lacks is refused."""
+    """ETs of every rank: `where` is a directory holding `<prefix>.<r>.et` files, a prefix
+    (`dir/trace` for `dir/trace.0.et`, ...), or one of those files. Ranks must be 0..N-1 with
+    none missing. Groups come from `comm_groups` if given, else from `comm_groups.json` beside
+    the ETs if there is one; a group listing a rank the workload lacks is refused."""
     where = Path(where)
+    # One rank's file (`dir/t.0.et`) stands for its workload, the prefix `dir/t`.
+    if where.is_file() and (own := re.fullmatch(r"(.+)\.[0-9]+\.et", where.name)):
+        where = where.with_name(own.group(1))
     folder, prefix = (where, None) if where.is_dir() else (where.parent, where.name)
     by_prefix: dict[str, dict[int, Path]] = defaultdict(dict)
     for p in sorted(folder.glob("*.et")):
@@ -122,10 +125,30 @@ def collectives(t: RankTrace) -> list[EtNode]:
 
 def _comm_kind(n: EtNode) -> str | None:
     """The Chakra name of a node's `comm_type`, or None when it names no CollectiveCommType."""
+    return comm_kind(n.attrs.get("comm_type"))
+
+
+def _int(n: EtNode, key: str, default: Any = None) -> Any:
+    """Attribute `key` read as `run` reads it (an integer, also from a string of digits), or
+    as stored when it is not one: that is a problem of its own, reported once."""
+    v = n.attrs.get(key)
+    if type(v) is int:  # the common case, without the reader's checks (validate reads every node)
+        return v
     try:
-        return comm_type_name(n.attrs["comm_type"])
-    except (ValueError, TypeError):
-        return None
+        return int_attr(n.attrs, key, "", default)
+    except ConfigError:
+        return v
+
+
+def _splits(n: EtNode, key: str) -> Any:
+    """A split-size list with its entries read as `run` reads them, or as stored."""
+    splits = n.attrs.get(key)
+    if not isinstance(splits, list):
+        return splits
+    try:
+        return [int_value(x, key, "") for x in splits]
+    except ConfigError:
+        return splits
 
 
 def describe(n: EtNode) -> str:
@@ -133,7 +156,7 @@ def describe(n: EtNode) -> str:
         kind = n.type.replace("_NODE", "")
     else:  # an unknown type is shown as it is; `trace validate` names the problem
         kind = _comm_kind(n) or f"comm_type {n.attrs['comm_type']!r}"
-    return f"{kind} {n.attrs.get('comm_size', '?')} B"
+    return f"{kind} {_int(n, 'comm_size', '?')} B"
 
 
 def critical_path(t: RankTrace) -> tuple[int, list[int]]:
@@ -247,9 +270,13 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
             # The checks `run` makes of the same attributes (collectives/workload.py).
             if n.type == "COMM_COLL_NODE" and "comm_type" in n.attrs and _comm_kind(n) is None:
                 out.append(f"{where}: node {n.id} ({n.name}): comm_type {n.attrs['comm_type']!r} is not a Chakra CollectiveCommType")
-            size = n.attrs.get("comm_size", 0)
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                out.append(f"{where}: node {n.id} ({n.name}): comm_size = {size!r}: expected bytes >= 0")
+            # Read as `run` reads them (collectives/workload.py), so the two agree.
+            peer = {"COMM_SEND_NODE": ("comm_dst",), "COMM_RECV_NODE": ("comm_src",)}.get(n.type, ())
+            for key in ("comm_size", *peer):
+                value = _int(n, key, 0)
+                if not isinstance(value, int) or value < 0:
+                    what = "bytes" if key == "comm_size" else "a rank"
+                    out.append(f"{where}: node {n.id} ({n.name}): {key} = {value!r}: expected {what} >= 0")
             pg = n.attrs.get("pg_name")
             if n.type == "COMM_COLL_NODE" and (bad := group_problem(pg, groups)):
                 out.append(f"{where}: node {n.id} ({n.name}): {bad}")
@@ -282,8 +309,8 @@ def _group_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> li
             if len(seq) != len(per[ref]):
                 out.append(f"group {g!r}: rank {r} issues {len(seq)} collectives, rank {ref} issues {len(per[ref])}")
             for k, (a, b) in enumerate(zip(per[ref], seq)):
-                if a.attrs.get("comm_type") != b.attrs.get("comm_type") or (
-                        a.attrs.get("comm_type") != COMM_TYPES["ALL_TO_ALL"] and a.attrs.get("comm_size") != b.attrs.get("comm_size")):
+                if _comm_kind(a) != _comm_kind(b) or (
+                        _comm_kind(a) != "ALL_TO_ALL" and _int(a, "comm_size") != _int(b, "comm_size")):
                     out.append(f"group {g!r}, collective #{k}: rank {ref} has {describe(a)} (node {a.id}), "
                                f"rank {r} has {describe(b)} (node {b.id})")
         out += _all_to_all_problems(g, members, per)
@@ -297,7 +324,7 @@ def _all_to_all_problems(g: str, members: list[int], per: dict[int, list[EtNode]
     for r, seq in per.items():
         for n in seq:
             for attr in ("comm_split_sizes", "comm_recv_split_sizes"):
-                splits = n.attrs.get(attr)
+                splits = _splits(n, attr)
                 if isinstance(splits, list) and len(splits) != len(members):
                     out.append(f"group {g!r}: rank {r}: node {n.id} ({n.name}): {attr} has {len(splits)} entries, "
                                f"expected one per group member ({len(members)})")
@@ -307,12 +334,12 @@ def _all_to_all_problems(g: str, members: list[int], per: dict[int, list[EtNode]
         nodes = {r: s[k] for r, s in per.items()}
         # As `run`: every receiver that lists its receive splits is checked against its senders.
         for b, nb in nodes.items():
-            expected = nb.attrs.get("comm_recv_split_sizes")
+            expected = _splits(nb, "comm_recv_split_sizes")
             if not isinstance(expected, list) or b not in members:
                 continue
             for i, want in enumerate(expected):
                 a = members[i] if i < len(members) else None
-                sent_list = nodes[a].attrs.get("comm_split_sizes") if a in nodes else None
+                sent_list = _splits(nodes[a], "comm_split_sizes") if a in nodes else None
                 if isinstance(sent_list, list) and members.index(b) < len(sent_list):
                     sent = sent_list[members.index(b)]
                     if sent != want:
@@ -329,9 +356,9 @@ def _p2p_problems(traces: list[RankTrace]) -> list[str]:
     for t in traces:
         for n in t.nodes:
             if n.type == "COMM_SEND_NODE":
-                sends[(t.rank, n.attrs.get("comm_dst"), n.attrs.get("comm_tag", 0))].append(n)
+                sends[(t.rank, _int(n, "comm_dst"), _int(n, "comm_tag", 0))].append(n)
             elif n.type == "COMM_RECV_NODE":
-                recvs[(n.attrs.get("comm_src"), t.rank, n.attrs.get("comm_tag", 0))].append(n)
+                recvs[(_int(n, "comm_src"), t.rank, _int(n, "comm_tag", 0))].append(n)
     out = []
     for key in sorted(set(sends) | set(recvs), key=str):
         src, dst, tag = key
@@ -341,7 +368,7 @@ def _p2p_problems(traces: list[RankTrace]) -> list[str]:
                        "a simulator would deadlock")
             continue
         for a, b in zip(s, r):
-            sent, want = a.attrs.get("comm_size"), b.attrs.get("comm_size")
+            sent, want = _int(a, "comm_size"), _int(b, "comm_size")
             if want != sent and want != 0:
                 out.append(f"send/recv rank {src} -> rank {dst} (tag {tag}): rank {dst}'s receive (node {b.id}) of {want} B "
                            f"pairs with rank {src}'s send (node {a.id}) of {sent} B, in node order")
@@ -379,8 +406,8 @@ def deadlock_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> 
                 members_of[key].append((t.rank, i))
             elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
                 send = n.type == "COMM_SEND_NODE"
-                src, dst = (t.rank, n.attrs["comm_dst"]) if send else (n.attrs["comm_src"], t.rank)
-                key = (src, dst, n.attrs.get("comm_tag", 0), send)
+                src, dst = (t.rank, _int(n, "comm_dst")) if send else (_int(n, "comm_src"), t.rank)
+                key = (src, dst, _int(n, "comm_tag", 0), send)
                 pair_of[(t.rank, i)] = (*key[:3], seen[key])
                 seen[key] += 1
     world = sorted(by_rank)
@@ -429,7 +456,7 @@ def deadlock_problems(traces: list[RankTrace], groups: dict[str, list[int]]) -> 
         for i in stuck[:3]:
             n = t.nodes[i]
             if n.type == "COMM_RECV_NODE":
-                why.append(f"node {n.id} ({n.name}): its receive from rank {n.attrs['comm_src']} never gets its data "
+                why.append(f"node {n.id} ({n.name}): its receive from rank {_int(n, 'comm_src')} never gets its data "
                            "(the send never issues)")
             else:
                 key = instance_of[(t.rank, i)]

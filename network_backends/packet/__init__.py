@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import json
 import math
 from contextlib import contextmanager
@@ -169,9 +171,21 @@ def simulate(
     `progress(done_flows, total_flows)` is called about every million events; returning
     False cancels the run. The GIL is released while the engine runs.
     """
+    _check_options(kwargs)
     cfg = build_config(topology, traffic, **kwargs)
     with traffic_file_errors(traffic):
         return run_config(cfg, progress=progress)
+
+
+def _check_options(kwargs: dict[str, Any]) -> None:
+    """A misspelt option is named here, as `simulate`'s: Python's own TypeError would name
+    `build_config`, which the caller never called."""
+    accepted = [*inspect.signature(build_config).parameters, "progress"]
+    for key in kwargs:
+        if key not in accepted:
+            near = difflib.get_close_matches(key, accepted, n=1)
+            hint = f"did you mean `{near[0]}`? " if near else ""
+            raise ConfigError(f"simulate(): unknown option `{key}`; {hint}expected one of: {', '.join(accepted)}", key)
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """Traffic files: explicit flow lists (CSV or JSON) and htsim's connection-matrix format.
 
-CSV: a header with `src,dst,bytes` and optionally `start_us` (or `start_ps`).
+CSV: a header with `src,dst,bytes` and optionally `start_us` (or `start_ps`; one per flow).
 JSON: a list of objects with the same keys, or `{"flows": [...]}`.
 Connection matrix (htsim): `Nodes N`, `Connections C`, then `SRC->DST id ID start US size BYTES`.
 Triggers and failures are not supported yet and are refused with the line they appear on.
@@ -95,11 +95,17 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
             raise TrafficFileError(f"unknown field {unknown[0]!r} (expected {', '.join(FLOW_KEYS)})", path, line, str(unknown[0]))
         for key in ("src", "dst", "bytes"):
             out[key].append(_nonneg_int(row.get(key), path, line, key, FIELD_MAX[key]))
-        if row.get("start_ps") not in (None, ""):
+        given = [key for key in ("start_us", "start_ps") if row.get(key) not in (None, "")]
+        if len(given) == 2:  # which one would be meant?
+            raise TrafficFileError("fields `start_us` and `start_ps` both given; expected one start",
+                                   path, line, "start_ps")
+        if given == ["start_ps"]:
             out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps", FIELD_MAX["start_ps"]))
         else:
             us = row.get("start_us")
             try:
+                if isinstance(us, bool):  # JSON's true is no time
+                    raise TypeError
                 start = float(us) if us not in (None, "") else 0.0
             except (TypeError, ValueError):
                 raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us") from None

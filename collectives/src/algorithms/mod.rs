@@ -259,7 +259,10 @@ mod tests {
             assert_eq!(read(unknown), None, "{unknown}");
         }
         let e = by_name("ring8").err().unwrap();
-        assert!(e.starts_with("unknown collective algorithm `ring8`; expected one of: ring, direct"), "{e}");
+        assert!(
+            e.starts_with("unknown collective algorithm `ring8`; expected one of: ring, direct"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -274,9 +277,8 @@ mod tests {
                         ("recursive_doubling" | "halving_doubling", _) if !n.is_power_of_two() => {
                             Some("needs a power-of-two group size")
                         }
-                        ("recursive_doubling", AllToAll) | ("halving_doubling", AllToAll | Broadcast) => {
-                            Some("does not implement")
-                        }
+                        ("recursive_doubling", AllToAll)
+                        | ("halving_doubling", AllToAll | Broadcast) => Some("does not implement"),
                         ("double_binary_tree", AllGather | AllToAll) => Some("trees implement"),
                         _ => None,
                     };
@@ -287,7 +289,9 @@ mod tests {
                             assert!(e.contains(why), "{name} {kind:?} n={n}: {e}");
                             continue;
                         }
-                        (Ok(_), Some(why)) => panic!("{name} {kind:?} n={n} built; expected `{why}`"),
+                        (Ok(_), Some(why)) => {
+                            panic!("{name} {kind:?} n={n} built; expected `{why}`")
+                        }
                         (Err(e), None) => panic!("{name} {kind:?} n={n}: {e}"),
                     };
                     checked += 1;

@@ -154,7 +154,10 @@ fn symmetric_exchange(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy)
             now = pending[0]; // idle until the next data packet arrives
         }
     }
-    (Dur(last_ack_start) + t.one_way(t.ack, hops), data_before_first_ack)
+    (
+        Dur(last_ack_start) + t.one_way(t.ack, hops),
+        data_before_first_ack,
+    )
 }
 
 /// The lower bound on the completion time of all `flows` (absolute time).
@@ -291,7 +294,11 @@ mod tests {
         let (td, tdp, tp) = (t.data(4096).0, t.data(4096).0 + t.gap.0, 6 * t.link.0);
         let eq6 = (tp + 5 * td).div_ceil(tdp) + 1;
         for policy in [NicPolicy::RoundRobin, NicPolicy::AckFirst] {
-            assert_eq!(symmetric_exchange(&t, 256 * 4096, 6, policy).1, 78, "{policy:?}");
+            assert_eq!(
+                symmetric_exchange(&t, 256 * 4096, 6, policy).1,
+                78,
+                "{policy:?}"
+            );
         }
         assert_eq!(eq6, 78);
     }

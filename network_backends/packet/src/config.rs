@@ -202,6 +202,13 @@ fn key_in_tagged<T: serde::de::DeserializeOwned>(
     section: &str,
     message: &str,
 ) -> Option<String> {
+    // A missing key is named by the message itself; every key present would repeat it.
+    if let Some(missing) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        return Some(missing.to_string());
+    }
     let root: serde_json::Value = serde_json::from_str(text).ok()?;
     let map = root.get(section)?.as_object()?;
     let kind = map.get("kind")?;
@@ -288,22 +295,25 @@ impl SimConfig {
             return Err(config_err("packet.ack_bytes", "must be > 0"));
         }
         let frame = p.payload_bytes as u64 + p.header_bytes as u64;
-        if frame > MAX_FRAME_BYTES {
-            return Err(config_err(
+        for (field, what, bytes) in [
+            (
                 "packet.payload_bytes",
-                format!(
-                    "frames are limited to {MAX_FRAME_BYTES} B (payload + header), got {frame}"
-                ),
-            ));
-        }
-        if p.ack_bytes as u64 > MAX_FRAME_BYTES {
-            return Err(config_err(
-                "packet.ack_bytes",
-                format!(
-                    "frames are limited to {MAX_FRAME_BYTES} B, got {}",
-                    p.ack_bytes
-                ),
-            ));
+                "a data frame (payload + header)",
+                frame,
+            ),
+            ("packet.ack_bytes", "an ACK frame", p.ack_bytes as u64),
+            (
+                "packet.gap_bytes",
+                "the gap after a frame",
+                p.gap_bytes as u64,
+            ),
+        ] {
+            if bytes > MAX_FRAME_BYTES {
+                return Err(config_err(
+                    field,
+                    format!("{what} is limited to {MAX_FRAME_BYTES} B, got {bytes}"),
+                ));
+            }
         }
         if self.switch.buffer_bytes < frame {
             return Err(config_err(

@@ -51,6 +51,27 @@ impl<'a> ParamReader<'a> {
         Ok(v)
     }
 
+    /// Values read with these names must not decrease. Blames the one the user gave of
+    /// the first pair out of order (the later one if both were given), so a lone
+    /// `quantum1 = 0.5` is named, not the `quantum2` left at its default.
+    pub fn ascending(&self, named: &[(&str, f64)]) -> SimResult<()> {
+        for pair in named.windows(2) {
+            let ((lo_name, lo), (hi_name, hi)) = (pair[0], pair[1]);
+            if lo > hi {
+                let blamed = if self.params.contains_key(hi_name) {
+                    hi_name
+                } else {
+                    lo_name
+                };
+                return Err(self.bad(
+                    blamed,
+                    format!("must satisfy {lo_name} <= {hi_name}, got {lo} > {hi}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// An integer within [min, max].
     pub fn int_in(&mut self, name: &str, default: u64, min: u64, max: u64) -> SimResult<u64> {
         self.used.insert(name.to_string());

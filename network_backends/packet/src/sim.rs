@@ -467,8 +467,15 @@ impl Simulation {
                 }
                 rto
             }
+            // Nor should a packet be presumed lost while it may still wait in queues: at
+            // 1-10 Gbps draining one 800 KB buffer takes longer than the default, and with
+            // a timeout of one drain ECMP flows starved through 32 timeouts; two drains
+            // finished every run (README, loss recovery). Still 100 us from 200 Gbps up.
             None => {
-                Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64).max(Dur(2 * base_rtt.0))
+                let drain = timing.rate.serialization(cfg.switch.buffer_bytes);
+                Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
+                    .max(Dur(2 * base_rtt.0))
+                    .max(Dur(base_rtt.0 + 2 * drain.0))
             }
         };
         // A lazy NIC's owed decision is caught up by the arrival of the frame before it
@@ -575,6 +582,9 @@ impl Simulation {
                 self.prefetch_ahead();
             }
             if t > limit {
+                // Report the limit, not the last event before it (t = 0 when the first
+                // frame's arrival already lies past it).
+                self.now = limit;
                 return Err(self.unfinished(format!(
                     "limits.max_time_ms = {} reached",
                     self.cfg.limits.max_time_ms
@@ -974,8 +984,9 @@ impl Simulation {
             self.hot[f as usize].timed_out = true;
             if flow.timeouts_in_a_row > self.cfg.limits.max_timeouts {
                 let reason = format!(
-                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts); {lost} packets presumed lost in the last one",
-                    flow.spec.src, flow.spec.dst, self.cfg.limits.max_timeouts
+                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts) of {:.3} us each (limits.rto_us); {lost} packets presumed lost in the last one",
+                    flow.spec.src, flow.spec.dst, self.cfg.limits.max_timeouts,
+                    self.rto.0 as f64 / PS_PER_US as f64
                 );
                 self.error = Some(self.unfinished(reason));
                 return;

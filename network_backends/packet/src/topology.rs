@@ -55,6 +55,11 @@ pub const NO_GROUP: GroupId = u32::MAX;
 
 /// Most hosts a topology may have: packets address hosts with 24 bits.
 pub const MAX_HOSTS: u32 = 1 << 24;
+/// Most links, and routing-table entries (switches x edge switches, 4 B each), a topology
+/// may have: 20x and 6x the largest fat tree's (k = 64), so a mistyped size is refused
+/// before it fills memory.
+pub const MAX_LINKS: u64 = 1 << 22;
+pub const MAX_ROUTE_ENTRIES: u64 = 1 << 26;
 
 impl Topology {
     pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> SimResult<Topology> {
@@ -121,7 +126,8 @@ impl Topology {
                         "leaf-spine needs leaves, spines and links_per_pair >= 1",
                     ));
                 }
-                let uplinks = spines * links_per_pair;
+                // u64: the product of three u32 settings may not fit 32 bits.
+                let uplinks = spines as u64 * links_per_pair as u64;
                 let hpl = match hosts_per_leaf {
                     Some(_) if oversubscription.is_some() => {
                         return Err(config_err(
@@ -143,6 +149,12 @@ impl Topology {
                                 format!("oversubscription x spines x links_per_pair must be a whole number of hosts per leaf, got {x}"),
                             ));
                         }
+                        if x.round() > MAX_HOSTS as f64 {
+                            return Err(config_err(
+                                "topology.oversubscription",
+                                format!("gives {x:.0} hosts per leaf, more than the supported maximum of {MAX_HOSTS} hosts"),
+                            ));
+                        }
                         x.round() as u32
                     }
                 };
@@ -158,6 +170,24 @@ impl Topology {
                         ))
                     }
                 };
+                let links = n_hosts as u64 + leaves as u64 * uplinks;
+                if links > MAX_LINKS {
+                    return Err(config_err(
+                        "topology",
+                        format!(
+                            "hosts + leaves x spines x links_per_pair = {links} links exceeds the supported maximum of {MAX_LINKS}"
+                        ),
+                    ));
+                }
+                let route = (leaves as u64 + spines as u64) * leaves as u64;
+                if route > MAX_ROUTE_ENTRIES {
+                    return Err(config_err(
+                        "topology",
+                        format!(
+                            "(leaves + spines) x leaves = {route} routing entries exceeds the supported maximum of {MAX_ROUTE_ENTRIES}"
+                        ),
+                    ));
+                }
                 b.tier_names = vec!["host", "L", "S"];
                 for _ in 0..n_hosts {
                     b.add_node(0, 0);

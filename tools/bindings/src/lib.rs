@@ -241,6 +241,15 @@ fn bad_input(what: &str, e: impl std::fmt::Display) -> PyErr {
     SystemError::new_err(("Config".to_string(), format!("{what}: {e}")))
 }
 
+/// A bad argument of a direct call (no system file): the field is the argument's name.
+fn bad_argument(what: &str, e: impl std::fmt::Display) -> PyErr {
+    SystemError::new_err((
+        "Config".to_string(),
+        format!("{what}: {e}"),
+        what.to_string(),
+    ))
+}
+
 /// The packet engine's config with the run's flows as its traffic.
 fn packet_config(
     config: &serde_json::Value,
@@ -417,37 +426,40 @@ fn algorithm_name(name: &str) -> Option<&'static str> {
 #[pyfunction]
 fn algorithm_names() -> (Vec<&'static str>, Vec<&'static str>) {
     use tracefabric_collectives::algorithms::{names, ASTRA_NAMES};
-    (names(), ASTRA_NAMES.iter().map(|(astra, _)| *astra).collect())
+    (
+        names(),
+        ASTRA_NAMES.iter().map(|(astra, _)| *astra).collect(),
+    )
 }
 
 /// The flows one collective becomes: (src, dst, bytes) per transfer, for inspection and tests.
 #[pyfunction]
-#[pyo3(signature = (algorithm, kind, ranks, bytes, exact_blocks=true))]
+#[pyo3(signature = (algorithm, kind, ranks, size, exact_blocks=true))]
 fn collective_flows(
     algorithm: &str,
     kind: &str,
     ranks: i128,
-    bytes: i128,
+    size: i128,
     exact_blocks: bool,
 ) -> PyResult<Vec<(u32, u32, u64, bool, Vec<u32>)>> {
     use tracefabric_collectives::algorithms::{by_name, CollectiveKind, CollectiveSpec};
     use tracefabric_collectives::dag::Blocks;
     let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.to_string()))
-        .map_err(|e| bad_input("kind", e))?;
-    let algo = by_name(algorithm).map_err(|e| bad_input("algorithm", e))?;
+        .map_err(|e| bad_argument("kind", e))?;
+    let algo = by_name(algorithm).map_err(|e| bad_argument("algorithm", e))?;
     // Python ints are unbounded: range-check here rather than fail in PyO3's conversion.
     // The list is for inspection, so the DAG is bounded too (n^2 transfers for some algorithms).
     let ranks = u32::try_from(ranks)
         .ok()
         .filter(|n| (1..=COLLECTIVE_FLOWS_MAX_RANKS).contains(n))
         .ok_or_else(|| {
-            bad_input(
+            bad_argument(
                 "ranks",
                 format!("expected 1..={COLLECTIVE_FLOWS_MAX_RANKS} ranks, got {ranks}"),
             )
         })?;
-    let bytes = u64::try_from(bytes)
-        .map_err(|_| bad_input("bytes", format!("expected 0..=2^64-1 bytes, got {bytes}")))?;
+    let bytes = u64::try_from(size)
+        .map_err(|_| bad_argument("size", format!("expected 0..=2^64-1 bytes, got {size}")))?;
     let spec = CollectiveSpec {
         kind,
         n: ranks,
@@ -460,7 +472,9 @@ fn collective_flows(
         matrix: None,
         root: 0,
     };
-    let dag = algo.build(&spec).map_err(|e| bad_input("algorithm", e))?;
+    let dag = algo
+        .build(&spec)
+        .map_err(|e| bad_argument("algorithm", e))?;
     let mut preds: Vec<Vec<u32>> = vec![Vec::new(); dag.len()];
     for i in 0..dag.len() {
         dag.for_each_successor(i, &mut |j| preds[j].push(i as u32));

@@ -24,7 +24,9 @@ const MAX_LANES: u64 = 4096;
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "paralet", params);
     let m = p.int_in("m", 32, 1, MAX_LANES)? as u32;
-    let default_size = (4 * init.bdp_packets as u64).div_ceil(m as u64).clamp(1, u32::MAX as u64);
+    let default_size = (4 * init.bdp_packets as u64)
+        .div_ceil(m as u64)
+        .clamp(1, u32::MAX as u64);
     let flowlet_packets = p.u32_min("flowlet_packets", default_size as u32, 1)?;
     p.finish()?;
     Ok(Box::new(Paralet {

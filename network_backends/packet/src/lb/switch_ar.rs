@@ -19,8 +19,9 @@ pub struct SwitchAr {
 pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
     let mut p = ParamReader::new("lb", "switch_ar", params);
     let q1 = p.f64_in("quantum1", 0.05, 0.0, 1.0)?;
-    let q2 = p.f64_in("quantum2", 0.10, q1, 1.0)?;
-    let q3 = p.f64_in("quantum3", 0.20, q2, 1.0)?;
+    let q2 = p.f64_in("quantum2", 0.10, 0.0, 1.0)?;
+    let q3 = p.f64_in("quantum3", 0.20, 0.0, 1.0)?;
+    p.ascending(&[("quantum1", q1), ("quantum2", q2), ("quantum3", q3)])?;
     p.finish()?;
     Ok(Box::new(SwitchAr {
         edges: [q1, q2, q3],
