@@ -19,7 +19,7 @@ from typing import Any, Hashable
 import yaml
 
 from .. import _core
-from ..errors import ConfigError, DuplicateKeyError, load_json
+from ..errors import ConfigError, DuplicateKeyError, load_json, not_a_file
 from ..specs import oversubscription_problem, shown
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)
@@ -305,7 +305,7 @@ def _non_json_value(x: Any, where: str = "") -> tuple[str, Any] | None:
 def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: network file not found", "network")
+        raise ConfigError(not_a_file(path, "network"), "network")
     try:
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
     except DuplicateKeyError as e:

@@ -26,12 +26,12 @@ from ..traces.chakra_io import _framed, read_pb_trace
 from ..traces.validate import ValidationError, deadlock_problems
 from chakra.schema.protobuf import et_def_pb2 as pb
 
+# One line: the CLI's errors are one line each.
 HOW_TO_GET_ASTRA_SIM = (
-    "ASTRA-sim is not bundled with tracefabric. To build its analytical binaries:\n"
-    "  git clone --recurse-submodules https://github.com/astra-sim/astra-sim.git\n"
-    "  cd astra-sim && ./build/astra_analytical/build.sh\n"
+    "ASTRA-sim is not bundled with tracefabric; build its analytical binaries (git clone --recurse-submodules "
+    "https://github.com/astra-sim/astra-sim.git && cd astra-sim && ./build/astra_analytical/build.sh), "
     "then pass --binary astra-sim/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware "
-    "(or ..._Congestion_Aware)."
+    "(or ..._Congestion_Aware)"
 )
 
 # Attribute -> the protobuf field ASTRA-sim's feeder reads it from.
@@ -75,6 +75,11 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
            out: str | Path, prefix: str = "workload") -> dict[str, Path]:
     """Write ETs, system JSON, network YAML, memory JSON, comm-group JSON and run.sh."""
     out = Path(out)
+    folders = {Path(t.path).resolve().parent for t in workload.traces}
+    if out.resolve() in folders or (out / "workload").resolve() in folders:
+        # Its comm_groups.json (which `run` reads beside the ETs) or the ETs themselves would be replaced.
+        raise ConfigError(f"--out {out}: holds the input ETs, whose files the export would replace; "
+                          "expected a new folder", "out")
     if network.npus != workload.ranks:
         raise ConfigError(f"{network.path}: the network has {network.npus} NPUs but the workload has {workload.ranks} ranks", "npus_count")
     # What `run` refuses, ASTRA-sim would too (or fail less clearly): check before writing.
@@ -161,11 +166,11 @@ def parse_output(text: str, source: str = "ASTRA-sim output") -> pd.DataFrame:
 def run(binary: str | Path | None, export_dir: str | Path, timeout_s: float = 3600) -> pd.DataFrame:
     """Run a real ASTRA-sim binary on an export directory and parse its output."""
     if binary is None:
-        raise AstraSimError(HOW_TO_GET_ASTRA_SIM)
+        raise AstraSimError(f"no --binary given: {HOW_TO_GET_ASTRA_SIM}")
     path = Path(binary)
     exe = shutil.which(str(binary)) if not path.exists() else str(path.resolve())
     if exe is None:
-        raise AstraSimError(f"{binary}: no such ASTRA-sim binary.\n{HOW_TO_GET_ASTRA_SIM}")
+        raise AstraSimError(f"{binary}: no such ASTRA-sim binary; {HOW_TO_GET_ASTRA_SIM}")
     if not Path(exe).is_file() or not os.access(exe, os.X_OK):  # a folder, or a file without +x
         raise AstraSimError(f"{binary}: not an executable file; expected an ASTRA-sim analytical binary "
                             "(AstraSim_Analytical_Congestion_Unaware or _Aware)")
@@ -175,8 +180,9 @@ def run(binary: str | Path | None, export_dir: str | Path, timeout_s: float = 36
     proc = subprocess.run([exe, *command_args()], cwd=export_dir, capture_output=True, text=True, timeout=timeout_s)
     (export_dir / "astra_stdout.txt").write_text(proc.stdout)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-10:])
-        raise AstraSimError(f"{binary} exited with status {proc.returncode}:\n{tail}")
+        lines = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        tail = " | ".join(lines[-3:]) or "no output"  # one line; stdout is kept in astra_stdout.txt
+        raise AstraSimError(f"{binary} exited with status {proc.returncode}: {tail}")
     source = f"{binary} (stdout saved to {export_dir / 'astra_stdout.txt'})"
     df = parse_output(proc.stdout, source)
     ranks = len(list((export_dir / "workload").glob("*.et")))

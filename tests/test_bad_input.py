@@ -72,6 +72,12 @@ def test_numpy_numbers_read_as_python_ones():
     ("fat-tree:k=4,pods=2", "topology.pods"),
     # 10^10 hosts: past u32 and past the 2^24 packets can address
     ("leaf-spine:leaves=100000,spines=1,hosts_per_leaf=100000", "topology"),
+    # Each count by its own name (all three were `topology`), and an integer past u64 (which
+    # serde read as the float 1e+20) by its field.
+    ("leaf-spine:leaves=0,spines=2", "topology.leaves"),
+    ("leaf-spine:leaves=2,spines=0", "topology.spines"),
+    ("leaf-spine:leaves=2,spines=2,links_per_pair=0", "topology.links_per_pair"),
+    ("fat-tree:k=99999999999999999999", "topology.k"),
 ])
 def test_impossible_topology_names_the_field(topology, field):
     with pytest.raises(ConfigError) as e:
@@ -362,6 +368,16 @@ def test_numbers_that_would_overflow_the_engines_clock_or_sizes_are_refused(kwar
     with pytest.raises(ConfigError) as e:
         simulate("fat-tree:k=4", "permutation:size=4KiB", **kwargs)
     assert e.value.field == field, str(e.value)
+
+
+def test_out_of_range_floats_are_printed_short():
+    # Rust's `{}` prints 1e-300 with 300 digits: the one-line error was 330 characters long.
+    with pytest.raises(ConfigError) as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link={"rate_gbps": 1e-300})
+    assert str(e.value) == "invalid config field `link.rate_gbps`: must be between 0.001 and 1000000, got 1e-300"
+    with pytest.raises(ConfigError) as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", link={"latency_ns": 1e300})
+    assert str(e.value) == "invalid config field `link.latency_ns`: must be between 0 and 1e11 (the longest run), got 1e300"
 
 
 @pytest.mark.parametrize("topology,traffic,field,message", [

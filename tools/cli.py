@@ -12,9 +12,52 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperCommand
+
+try:  # recent typer vendors its own click: its usage errors are these classes, not `click`'s
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+except ImportError:  # older typer (>= 0.12, as pyproject allows) runs on the click package
+    import click.exceptions
+
+    ClickException, UsageError = click.exceptions.ClickException, click.exceptions.UsageError
+    # Click < 8.2 prints the help and exits 0 itself, raising nothing to catch here.
+    NoArgsIsHelpError = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 from .astra_configs import load_scheme_preset, scheme_presets
-from .errors import ConfigError, TracefabricError
+from .errors import ConfigError, TracefabricError, not_a_file
+
+
+class _OneValueCommand(TyperCommand):
+    """Refuses an option given twice: click keeps the last value without a word, so
+    `--scheme reps ... --scheme ecmp` ran ecmp. Repeatable options (--param, --traffic of
+    compare, --option) are exempt."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+            seen = set()
+            for param in order:
+                if getattr(param, "multiple", True) or getattr(param, "count", False):
+                    continue
+                if param.name in seen:
+                    given = _given_values(args, param)
+                    raise UsageError(f"{param.opts[0]}: given twice ({', then '.join(given)}); give it once", ctx=ctx)
+                seen.add(param.name)
+        return super().parse_args(ctx, args)
+
+
+def _given_values(args: list[str], param) -> list[str]:
+    """What the user wrote for an option, occurrence by occurrence (`--x v`, `--x=v`, `--flag`)."""
+    names = [*param.opts, *param.secondary_opts]
+    found = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if name in names:
+            found.append(arg if param.is_flag else repr(value) if eq else repr(args[i + 1]) if i + 1 < len(args) else "")
+    return found
+
 
 app = typer.Typer(help="tracefabric: compare load-balancing and congestion-control schemes for AI training fabrics.", no_args_is_help=True)
 net = typer.Typer(help="Packet-level network runs: one scheme, or a comparison of several.", no_args_is_help=True)
@@ -64,7 +107,7 @@ def _progress() -> _LazyProgress:
     return _LazyProgress()
 
 
-@net.command("run")
+@net.command("run", cls=_OneValueCommand)
 def net_run(
     topology: Topology = "fat-tree:k=8",
     traffic: Annotated[str, typer.Option(help="permutation:size=1MiB[,inter_pod=true] | all-to-all:size=1MiB[,staggered=true] | incast:senders=N,size=S[,dst=0] | file:PATH (.csv/.json/.cm)")] = "permutation:size=1MiB",
@@ -115,7 +158,7 @@ def net_run(
     console.print(s)
 
 
-@net.command("compare")
+@net.command("compare", cls=_OneValueCommand)
 def net_compare(
     topology: Topology = "fat-tree:k=8",
     traffic: Annotated[Optional[list[str]], typer.Option(help="Traffic matrix; repeat for one chart panel each.")] = None,
@@ -130,7 +173,9 @@ def net_compare(
     from .compare import compare, plot, summarize
 
     traffics = traffic or ["all-to-all:size=1MiB", "permutation:size=1MiB"]
-    names = scheme_presets() if schemes == "all" else [s.strip() for s in schemes.split(",") if s.strip()]
+    names = scheme_presets() if schemes == "all" else [s.strip() for s in schemes.split(",")]
+    if "" in names:  # `ecmp,,reps`: a name lost to a typo, not one to skip
+        raise ConfigError(f"--schemes {schemes!r}: entry {names.index('') + 1} is empty (expected comma-separated scheme names)", "schemes")
     for name in names:
         load_scheme_preset(name)  # unknown names fail before any run
     _make_dir(out)
@@ -166,7 +211,7 @@ def net_compare(
     console.print(f"wrote {out / 'runs.csv'}, {out / 'summary.csv'}, {png}")
 
 
-@net.command("schemes")
+@net.command("schemes", cls=_OneValueCommand)
 def net_schemes() -> None:
     """List scheme presets and the registered LB / CC / loss-recovery names."""
     from .network_backends.packet import scheme_names
@@ -182,7 +227,7 @@ def net_schemes() -> None:
         console.print(f"{family}: {', '.join(names)}")
 
 
-@trace.command("synthesize")
+@trace.command("synthesize", cls=_OneValueCommand)
 def trace_synthesize(
     model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3; tiny-llama, tiny-moe: the captured workloads), a config.json path or a Hugging Face model folder holding one.")] = "llama3-8b",
     world: Annotated[int, typer.Option(help="Number of ranks (GPUs).")] = 1024,
@@ -239,10 +284,10 @@ def trace_synthesize(
     console.print(f"wrote {world} traces to {out}")
 
 
-@trace.command("capture")
+@trace.command("capture", cls=_OneValueCommand)
 def trace_capture(
     out: Annotated[Path, typer.Option(help="Capture folder: capture.json, raw/rank<r>.{host,kineto}.json, records/, et/.")] = Path("runs/capture"),
-    workload: Annotated[str, typer.Option(help="Built-in workload: fsdp2-llama, fsdp1-llama or moe.")] = "fsdp2-llama",
+    workload: Annotated[Optional[str], typer.Option(help="Built-in workload: fsdp2-llama (default), fsdp1-llama or moe.")] = None,
     script: Annotated[Optional[str], typer.Option(help="Your own step instead: FILE.py:FUNCTION or MODULE:FUNCTION; FUNCTION(ctx) returns the step callable.")] = None,
     ranks: Annotated[int, typer.Option(help="Number of local ranks (processes).")] = 2,
     backend: Annotated[str, typer.Option(help="gloo (CPU) or nccl (one GPU per rank).")] = "gloo",
@@ -255,23 +300,28 @@ def trace_capture(
     from .traces.capture import capture
     from .traces.workloads import get_workload
 
-    options = {}
+    if script and workload:  # one would be ignored without a word
+        raise ConfigError(f"--script {script!r} and --workload {workload!r}: give one (a script replaces the built-in workload)", "script")
+    options, written = {}, {}
     for item in option or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--option must be KEY=VALUE (got {item!r})", "option")
+        if key in options:  # not silently the last one
+            raise ConfigError(f"--option {key}: given twice ({written[key]!r}, then {value!r}); give it once", "option")
+        written[key] = value
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
-    build = script if script else get_workload(workload)
+    build = script if script else get_workload(workload or "fsdp2-llama")
     folder = capture(build, out, ranks, backend, warmup, steps, **options)
     console.print(f"captured {ranks} ranks into {folder}")
     if convert:
         _convert_and_report(folder)
 
 
-@trace.command("convert")
+@trace.command("convert", cls=_OneValueCommand)
 def trace_convert(
     capture_dir: Annotated[Path, typer.Argument(help="A folder written by `trace capture`.")],
     out: Annotated[Optional[Path], typer.Option(help="Where linked/, chakra/ and et/ go (default: the capture folder).")] = None,
@@ -290,7 +340,7 @@ def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
     console.print(f"wrote {len(traces)} Chakra ETs to {et}: " + ("valid" if not found else f"{len(found)} problem(s), see `tracefabric trace validate {et}`"))
 
 
-@trace.command("inspect")
+@trace.command("inspect", cls=_OneValueCommand)
 def trace_inspect(
     et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
     ranks: Annotated[int, typer.Option(min=1, help="Show at most this many ranks.")] = 8,
@@ -307,7 +357,8 @@ def trace_inspect(
         n = row["nodes"]
         comm = sum(k for name, k in n.items() if name.startswith("COMM"))
         t.add_row(str(row["rank"]), str(sum(n.values())), str(n.get("COMP_NODE", 0)), str(comm),
-                  f"{row['compute_us']:,}", f"{row['critical_path_us']:,}")
+                  f"{row['compute_us']:,}",
+                  "cycle (see trace validate)" if row["critical_path_us"] is None else f"{row['critical_path_us']:,}")
     console.print(t)
     for row in rows[:ranks]:
         for g, seq in row["collectives"].items():
@@ -315,7 +366,7 @@ def trace_inspect(
             console.print(f"rank {row['rank']} group {g}{' ' + str(members) if members else ''}: " + ", ".join(seq))
 
 
-@trace.command("rescale")
+@trace.command("rescale", cls=_OneValueCommand)
 def trace_rescale(
     et: Annotated[Path, typer.Argument(help="Folder of a captured (converted) trace: trace.<r>.et + comm_groups.json.")],
     ranks: Annotated[int, typer.Option(help="New number of ranks.")],
@@ -329,7 +380,7 @@ def trace_rescale(
                   f"{len(r['resized_on_rank0'])} collective size(s) changed by padding")
 
 
-@trace.command("validate")
+@trace.command("validate", cls=_OneValueCommand)
 def trace_validate(
     et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
 ) -> None:
@@ -348,7 +399,7 @@ def trace_validate(
 Backend = Annotated[str, typer.Option(help="analytical:astra-unaware | analytical:astra-aware | analytical:flow | packet")]
 
 
-@app.command("run")
+@app.command("run", cls=_OneValueCommand)
 def run_iteration(
     workload: Annotated[Path, typer.Option(help="ET prefix (dir/name for dir/name.<rank>.et), one of its files (dir/name.0.et) or a directory of ETs.")],
     system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
@@ -393,7 +444,7 @@ def run_iteration(
     console.print(c)
 
 
-@astra.command("export")
+@astra.command("export", cls=_OneValueCommand)
 def astra_export(
     workload: Annotated[Path, typer.Option(help="ET prefix or directory.")],
     system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
@@ -415,7 +466,7 @@ def astra_export(
     console.print(f"wrote {w.ranks} ETs and configs to {out}; run it with: {files['run']} PATH/TO/AstraSim_Analytical_Congestion_Unaware")
 
 
-@astra.command("run")
+@astra.command("run", cls=_OneValueCommand)
 def astra_run(
     export_dir: Annotated[Path, typer.Argument(help="A directory written by `tracefabric astra export`.")],
     binary: Annotated[Optional[Path], typer.Option(help="ASTRA-sim analytical binary (AstraSim_Analytical_Congestion_Unaware or _Aware).")] = None,
@@ -428,13 +479,13 @@ def astra_run(
     _print_astra(df, f"ASTRA-sim ({binary})")
 
 
-@astra.command("parse")
+@astra.command("parse", cls=_OneValueCommand)
 def astra_parse(output: Annotated[Path, typer.Argument(help="A file holding what ASTRA-sim printed.")]) -> None:
     """Parse ASTRA-sim's printed results (sys[r] finished, ... cycles) into a table."""
     from .network_backends.astra_sim import parse_output
 
     if not output.is_file():
-        raise TracefabricError(f"{output}: file not found")
+        raise TracefabricError(not_a_file(output))
     # Not UTF-8 (a binary file): the parser then names it as text ASTRA-sim did not print.
     _print_astra(parse_output(output.read_text(errors="replace"), str(output)), str(output))
 
@@ -484,8 +535,11 @@ def _make_dir(path: Path) -> Path:
     the runs, not after (an existing folder may be read-only)."""
     path.mkdir(parents=True, exist_ok=True)
     probe = path / f".tracefabric-write-check-{os.getpid()}"
-    probe.touch()
-    probe.unlink()
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as e:  # name the user's folder, not our probe file
+        raise OSError(e.errno, f"cannot write files in this folder ({e.strerror})", str(path)) from None
     return path
 
 
@@ -516,7 +570,9 @@ def main() -> None:
         print(f"error: {empty}: empty value (an unset shell variable?)", file=sys.stderr)
         sys.exit(2)
     try:
-        app(standalone_mode=True)
+        # Not standalone: click's own usage errors come here too, to be printed as one line
+        # rather than a usage line, a hint and a boxed, wrapped message.
+        code = app(standalone_mode=False, prog_name="tracefabric")
     except TracefabricError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -524,3 +580,26 @@ def main() -> None:
         where = f"{e.filename}: " if e.filename else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         sys.exit(2)
+    except NoArgsIsHelpError:  # the help is already printed
+        sys.exit(2)
+    except ClickException as e:
+        print(f"error: {_usage_message(e)}", file=sys.stderr)
+        sys.exit(2)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_message(e: ClickException) -> str:
+    """Click's message, with the value the user gave where it does not name it (typer's type
+    checks say `Input should be a valid integer` without the input), and the help to read."""
+    msg = " ".join(e.format_message().split())
+    param, ctx = getattr(e, "param", None), getattr(e, "ctx", None)
+    if param is not None and getattr(param, "opts", None) and not getattr(param, "is_flag", False):
+        given = _given_values(sys.argv[1:], param)
+        if given and given[-1] and given[-1].strip("'") not in msg:
+            msg = f"{msg} (got {given[-1]})"
+    if ctx is not None:
+        msg = f"{msg.rstrip('.')}; see `{ctx.command_path} --help`"
+    return msg

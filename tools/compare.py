@@ -29,6 +29,9 @@ def compare(
     for name, given in (("schemes", schemes), ("traffic", traffics), ("seeds", seeds)):
         if not given:
             raise ConfigError(f"compare: `{name}` is empty (expected at least one)", name)
+        # A repeat would be averaged in as an extra seed: the summary's `seeds` and means go wrong.
+        if twice := next((x for i, x in enumerate(given) if x in given[:i]), None):
+            raise ConfigError(f"compare: `{name}` lists {twice!r} twice (expected each once)", name)
     plan = [(t, s, seed, build_config(topology, t, scheme=s, seed=seed, **config)) for t in traffics for s in schemes for seed in seeds]
     rows = []
     for traffic, scheme, seed, cfg in plan:

@@ -97,6 +97,9 @@ def _int(params: dict[str, str], key: str, what: str, default: int | None = None
     # ASCII digits only: Python's int() also reads `4_0` as 40 and other scripts' digits.
     if not re.fullmatch(r"[+-]?[0-9]+", value):
         raise ConfigError(f"`{what}.{key}`: expected an integer, got {value!r}", f"{what}.{key}")
+    # Every such field is a u32 in the engine; past u64 serde would report the integer as a float.
+    if not 0 <= int(value) < 1 << 32:
+        raise ConfigError(f"`{what}.{key}`: expected an integer in 0..4294967295, got {value}", f"{what}.{key}")
     return int(value)
 
 

@@ -17,6 +17,7 @@ Output directory layout (all paths absolute; `trace convert` reads it):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -270,6 +271,7 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
 
 # Every local rank is a process with its own copy of the model: past this one machine thrashes.
 MAX_LOCAL_RANKS = 256
+MAX_STEPS = 10_000
 
 
 def capture(build: Callable | str, out: str | Path, world: int, backend: str = "gloo", warmup: int = 1,
@@ -288,12 +290,20 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
         raise ConfigError(f"capture: world must be in 1..{MAX_LOCAL_RANKS} local ranks (got {world})", "world")
     if warmup < 0 or steps < 1:  # before spawning ranks, not in each of them
         raise ConfigError(f"capture: need warmup >= 0 and steps >= 1 (got warmup={warmup}, steps={steps})", "steps")
+    if warmup > MAX_STEPS or steps > MAX_STEPS:  # each rank lists its steps: 10^14 was a MemoryError in every rank
+        raise ConfigError(f"capture: warmup and steps must be at most {MAX_STEPS:,} (got warmup={warmup}, steps={steps})", "steps")
     if backend == "nccl" and torch.cuda.device_count() < 1:
         raise ConfigError("capture: backend nccl needs a CUDA GPU and none is visible (use --backend gloo on CPU)",
                           "backend")
-    check_options(resolve_build(build), options)  # fail here, not in every rank, on a bad name or option
+    fn = resolve_build(build)
+    check_options(fn, options)  # fail here, not in every rank, on a bad name or option
+    if check_values := getattr(fn, "check_values", None):  # a built-in workload's option values
+        check_values(world, options)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    # torch logs "Terminating process N via signal SIGTERM" per surviving rank when one fails:
+    # the failure is reported below in one line.
+    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
     try:
         mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps),
                  nprocs=world, join=True)

@@ -160,7 +160,8 @@ def describe(n: EtNode) -> str:
 
 
 def critical_path(t: RankTrace) -> tuple[int, list[int]]:
-    """Longest chain of node durations (µs) through the dependency graph, and its node ids."""
+    """Longest chain of node durations (µs) through the dependency graph, and its node ids
+    (0 and no ids for an empty or cyclic graph)."""
     order, stuck = _topological(t.nodes)
     if stuck or not t.nodes:
         return 0, []
@@ -182,6 +183,8 @@ def inspect(traces: list[RankTrace]) -> list[dict[str, Any]]:
     out = []
     for t in traces:
         length, path = critical_path(t)
+        if t.nodes and not path:  # a cycle: no longest path, not one of 0 µs
+            length = None
         per_group: dict[str, list[str]] = defaultdict(list)
         for n in collectives(t):
             per_group[str(n.attrs.get("pg_name", "?"))].append(f"{describe(n)} (node {n.id})")

@@ -51,7 +51,7 @@ def _read(path: str | Path) -> tuple[dict[str, Any], list[int]]:
 
 def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
     if not p.is_file():
-        raise TrafficFileError("no such file", str(p), None, "path")
+        raise TrafficFileError("is a folder; expected a traffic file" if p.is_dir() else "no such file", str(p), None, "path")
     suffix = p.suffix.lower()
     if suffix == ".csv":
         return _from_rows(_csv_rows(p), str(p))

@@ -3,10 +3,48 @@ CPU/gloo with 2-4 ranks and unchanged on GPU/nccl."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Callable
 
-from ...errors import UnknownSchemeError
+from ...errors import ConfigError, UnknownSchemeError
 from . import moe, tiny_llama
+
+# Option values are checked before any rank starts (`capture` calls `check_values`): in a rank
+# a bad one fails as a torch error after seconds of spawning, behind a log line per rank.
+MAX_SIZE = 1 << 20
+
+
+def _whole(workload: str, options: dict, key: str, low: int, high: int = MAX_SIZE) -> int:
+    value = options.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"capture: {workload} option {key} = {value!r}: expected an integer in {low}..{high}", "option")
+    return value
+
+
+def _check_llama(world: int, options: dict) -> None:
+    for key in options:
+        _whole("fsdp-llama", options, key, 1)
+    c = {**asdict(tiny_llama.TinyLlamaConfig()), **options}
+    if c["dim"] % c["heads"] or c["heads"] % c["kv_heads"]:
+        raise ConfigError(f"capture: fsdp-llama options heads = {c['heads']} must divide dim = {c['dim']}, and "
+                          f"kv_heads = {c['kv_heads']} must divide heads", "option")
+
+
+def _check_moe(world: int, options: dict) -> None:
+    for key in set(options) & {"tokens", "dim", "ffn"}:
+        _whole("moe", options, key, 1)
+    if "delay_rank" in options:
+        _whole("moe", options, "delay_rank", -1, world - 1)
+    if "delay_ms" in options:
+        ms = options["delay_ms"]
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms <= 3.6e6:  # NaN fails too
+            raise ConfigError(f"capture: moe option delay_ms = {ms!r}: expected a number of ms in 0..3600000", "option")
+    if "ep" in options and (ep := _whole("moe", options, "ep", 0, world)) and world % ep:
+        raise ConfigError(f"capture: moe option ep = {ep}: expected 0 (the world) or a divisor of the world ({world})", "option")
+
+
+tiny_llama.build_fsdp2.check_values = tiny_llama.build_fsdp1.check_values = _check_llama
+moe.build.check_values = _check_moe
 
 WORKLOADS: dict[str, Callable] = {
     "fsdp2-llama": tiny_llama.build_fsdp2,

@@ -260,7 +260,7 @@ impl SimConfig {
             } else {
                 Err(config_err(
                     field,
-                    format!("must be a positive number, got {v}"),
+                    format!("must be a positive number, got {v:?}"),
                 ))
             }
         };
@@ -270,7 +270,7 @@ impl SimConfig {
             return Err(config_err(
                 "link.rate_gbps",
                 format!(
-                    "must be between {MIN_RATE_GBPS} and {MAX_RATE_GBPS}, got {}",
+                    "must be between {MIN_RATE_GBPS} and {MAX_RATE_GBPS}, got {:?}",
                     self.link.rate_gbps
                 ),
             ));
@@ -283,7 +283,9 @@ impl SimConfig {
             if !(v.is_finite() && (0.0..=max_latency_ns).contains(&v)) {
                 return Err(config_err(
                     field,
-                    format!("must be between 0 and {max_latency_ns} (the longest run), got {v}"),
+                    format!(
+                        "must be between 0 and {max_latency_ns:e} (the longest run), got {v:?}"
+                    ),
                 ));
             }
         }

@@ -120,11 +120,14 @@ impl Topology {
                 oversubscription,
                 hosts_per_leaf,
             } => {
-                if leaves < 1 || spines < 1 || links_per_pair < 1 {
-                    return Err(config_err(
-                        "topology",
-                        "leaf-spine needs leaves, spines and links_per_pair >= 1",
-                    ));
+                for (field, v) in [
+                    ("topology.leaves", leaves),
+                    ("topology.spines", spines),
+                    ("topology.links_per_pair", links_per_pair),
+                ] {
+                    if v < 1 {
+                        return Err(config_err(field, format!("must be >= 1, got {v}")));
+                    }
                 }
                 // u64: the product of three u32 settings may not fit 32 bits.
                 let uplinks = spines as u64 * links_per_pair as u64;
