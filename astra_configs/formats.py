@@ -20,7 +20,7 @@ import yaml
 
 from .. import _core
 from ..errors import ConfigError, DuplicateKeyError, load_json, not_a_file
-from ..specs import oversubscription_problem, shown
+from ..specs import shown
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)
 REQUIRED = object()
@@ -254,12 +254,11 @@ def fabric_hosts(topo: dict[str, Any], path: str) -> int:
     if kind == "fat_tree":
         return topo["k"] ** 3 // 4 if typed and isinstance(topo.get("k"), int) else 0
     if kind == "leaf_spine":
-        if why := oversubscription_problem(topo.get("oversubscription")):
-            raise ConfigError(f"{path}: topology.oversubscription: {why}", "topology.oversubscription")
         if not (typed and isinstance(topo.get("leaves"), int) and isinstance(topo.get("spines"), int)):
             return 0
-        per_leaf = topo.get("hosts_per_leaf") or round((topo.get("oversubscription") or 1) * topo["spines"] * (topo.get("links_per_pair") or 1))
-        return topo["leaves"] * per_leaf
+        per_leaf = topo.get("hosts_per_leaf") or (topo.get("oversubscription") or 1) * topo["spines"] * (topo.get("links_per_pair") or 1)
+        # Past float range (oversubscription 1e308) round() overflowed: unknown, the engine names it.
+        return topo["leaves"] * round(per_leaf) if math.isfinite(per_leaf) else 0
     raise ConfigError(f"{path}: topology = {topo!r}: expected {{kind: fat_tree, k: K}} or "
                       "{kind: leaf_spine, leaves: L, spines: S, ...}", "topology")
 
@@ -305,7 +304,7 @@ def _non_json_value(x: Any, where: str = "") -> tuple[str, Any] | None:
 def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(not_a_file(path, "network"), "network")
+        raise ConfigError(f"{path}: {not_a_file(path, 'network')}", "network")
     try:
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
     except DuplicateKeyError as e:

@@ -86,6 +86,8 @@ def test_a_folder_given_for_a_file_is_named_as_a_folder(tmp_path, shared):
     assert _one_line(_cli("run", "--workload", w, "--system", d, "--network", n)) == f"error: {d}: is a folder; expected a system file"
     assert _one_line(_cli("net", "run", "--topology", "fat-tree:k=4", "--traffic", f"file:{d}")) == f"error: {d}: is a folder; expected a traffic file"
     assert _one_line(_cli("astra", "parse", d)) == f"error: {d}: is a folder; expected a file"
+    missing = str(tmp_path / "nope.csv")  # and a path that does not exist, said the same way
+    assert _one_line(_cli("net", "run", "--topology", "fat-tree:k=4", "--traffic", f"file:{missing}")) == f"error: {missing}: traffic file not found"
 
 
 def test_an_output_folder_that_takes_no_files_is_named_not_the_probe():

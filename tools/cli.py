@@ -485,7 +485,7 @@ def astra_parse(output: Annotated[Path, typer.Argument(help="A file holding what
     from .network_backends.astra_sim import parse_output
 
     if not output.is_file():
-        raise TracefabricError(not_a_file(output))
+        raise TracefabricError(f"{output}: {not_a_file(output)}")
     # Not UTF-8 (a binary file): the parser then names it as text ASTRA-sim did not print.
     _print_astra(parse_output(output.read_text(errors="replace"), str(output)), str(output))
 

@@ -129,19 +129,17 @@ def loads_json(text: str) -> Any:
 
 
 def not_a_file(path: str | Path, what: str = "") -> str:
-    """Why `path` cannot be read as a file. A folder is said to be one: "file not found"
-    sent users looking for a typo in a path that exists."""
-    path = Path(path)
-    if path.is_dir():
-        return f"{path}: is a folder; expected a {what + ' ' if what else ''}file"
-    return f"{path}: {what + ' ' if what else ''}file not found"
+    """Why `path` cannot be read as a file (the caller names the path). A folder is said to be
+    one: "file not found" sent users looking for a typo in a path that exists."""
+    what = f"{what} file" if what else "file"
+    return f"is a folder; expected a {what}" if Path(path).is_dir() else f"{what} not found"
 
 
 def load_json(path: str | Path, field: str, what: str = "") -> Any:
     """A JSON file, or a ConfigError naming the file (and `what` it should be) and the field."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(not_a_file(path, what), field)
+        raise ConfigError(f"{path}: {not_a_file(path, what)}", field)
     try:
         return loads_json(path.read_text())
     except json.JSONDecodeError as e:

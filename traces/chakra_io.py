@@ -13,7 +13,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 from google.protobuf.internal.decoder import _DecodeVarint32  # noqa: PLC2701 (the varint framing Chakra uses)
 from google.protobuf.internal.encoder import _VarintBytes  # noqa: PLC2701
 
-from ..errors import ConfigError
+from ..errors import ConfigError, not_a_file
 
 SCHEMA_VERSION = "0.0.4"
 
@@ -212,7 +212,7 @@ def read_pb_trace(path: str | Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
     """The raw protobuf messages of one ET file (every field kept, for passes that rewrite it)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: file not found", "et")
+        raise ConfigError(f"{path}: {not_a_file(path, 'ET')}", "et")
     with path.open("rb") as f:
         msgs = _messages(f, path)
         meta = pb.GlobalMetadata()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import _core
-from ...errors import DuplicateKeyError, TrafficFileError, loads_json
+from ...errors import DuplicateKeyError, TrafficFileError, loads_json, not_a_file
 
 _FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
 
@@ -51,7 +51,7 @@ def _read(path: str | Path) -> tuple[dict[str, Any], list[int]]:
 
 def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
     if not p.is_file():
-        raise TrafficFileError("is a folder; expected a traffic file" if p.is_dir() else "no such file", str(p), None, "path")
+        raise TrafficFileError(not_a_file(p, "traffic"), str(p), None, "path")
     suffix = p.suffix.lower()
     if suffix == ".csv":
         return _from_rows(_csv_rows(p), str(p))

@@ -36,9 +36,7 @@ def build(ctx, tokens: int = 16, dim: int = 8, ffn: int = 16, delay_rank: int = 
           ep: int = 0):
     """`delay_rank` sleeps `delay_ms` before the dispatch, to make its peers wait (a straggler).
     `ep` (0 = world): experts, one per rank of each expert-parallel group; must divide world."""
-    world, ep = ctx.world, ep or ctx.world
-    if world % ep:
-        raise ValueError(f"moe: ep ({ep}) must divide the world ({world})")
+    world, ep = ctx.world, ep or ctx.world  # ep divides world: checked before ranks start (`check_values`)
     # Every rank creates every group, in the same order (c10d requires it).
     ep_groups = [dist.new_group(list(range(b, b + ep))) for b in range(0, world, ep)] if ep < world else [None]
     edp_groups = [dist.new_group(list(range(e, world, ep))) for e in range(ep)] if ep < world else [None]

@@ -142,11 +142,15 @@ impl Topology {
                     Some(_) => return Err(config_err("topology.hosts_per_leaf", "must be >= 1")),
                     None => {
                         let oversubscription = oversubscription.unwrap_or(1.0);
+                        // Hosts per leaf over its uplinks: past 2^24 no fabric fits.
+                        if !(oversubscription > 0.0 && oversubscription <= MAX_HOSTS as f64) {
+                            return Err(config_err(
+                                "topology.oversubscription",
+                                format!("must be in (0, {MAX_HOSTS}] (hosts per leaf over its uplinks), got {oversubscription:?}"),
+                            ));
+                        }
                         let x = oversubscription * uplinks as f64;
-                        if !(oversubscription > 0.0)
-                            || (x - x.round()).abs() > 1e-9
-                            || x.round() < 1.0
-                        {
+                        if (x - x.round()).abs() > 1e-9 || x.round() < 1.0 {
                             return Err(config_err(
                                 "topology.oversubscription",
                                 format!("oversubscription x spines x links_per_pair must be a whole number of hosts per leaf, got {x}"),
