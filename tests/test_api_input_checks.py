@@ -259,7 +259,8 @@ def test_a_lowercase_b_size_is_refused_as_bits(text, hint):
 
 def test_byte_spellings_read_as_before():
     sizes = {"4096": 4096, "4096B": 4096, "800KB": 800_000, "800kB": 800_000, "1MB": 10**6, "1 MB": 10**6,
-             "1GB": 10**9, "128KiB": 128 << 10, "1MiB": 1 << 20, "1mIB": 1 << 20, "1GiB": 1 << 30, "1.5MiB": 3 << 19}
+             "1GB": 10**9, "128KiB": 128 << 10, "1MiB": 1 << 20, "1mIB": 1 << 20, "1GiB": 1 << 30, "1.5MiB": 3 << 19,
+             "2TB": 2 * 10**12, "1TiB": 1 << 40}
     assert {t: parse_size(t) for t in sizes} == sizes
     for text in ("1k", "1M"):  # no unit letter without its B, as before
         with pytest.raises(ConfigError, match=rf"cannot read '{text}' as a size"):

@@ -396,8 +396,11 @@ def test_missing_required_system_key_and_files(tmp_path):
         simulate(wl, tmp_path / "nope.json", NET4)
     with pytest.raises(ConfigError, match=r"missing\.yml: network file not found"):
         simulate(wl, BARE_SYSTEM, tmp_path / "missing.yml")
-    with pytest.raises(ConfigError, match=r"no Chakra ETs named <prefix>.<rank>.et"):
+    with pytest.raises(ConfigError, match=r"absent: no Chakra ETs named absent\.<rank>\.et in "):
         simulate(tmp_path / "absent", BARE_SYSTEM, NET4)
+    # A folder that does not exist is a typo, not an empty folder.
+    with pytest.raises(ConfigError, match=r"gone/absent: not found \(expected a folder of <prefix>\.<rank>\.et"):
+        simulate(tmp_path / "gone" / "absent", BARE_SYSTEM, NET4)
 
 
 @pytest.mark.parametrize("net,message", [

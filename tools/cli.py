@@ -178,7 +178,6 @@ def net_compare(
         raise ConfigError(f"--schemes {schemes!r}: entry {names.index('') + 1} is empty (expected comma-separated scheme names)", "schemes")
     for name in names:
         load_scheme_preset(name)  # unknown names fail before any run
-    _make_dir(out)
     with _progress() as bar:
         overall = bar.add_task("runs", total=len(traffics) * len(names) * seeds)
         current = bar.add_task("", total=None)
@@ -196,7 +195,7 @@ def net_compare(
             return progress
 
         runs = compare(names, traffics, topology=topology, seeds=list(range(1, seeds + 1)), on_run=on_run,
-                       **_common(link_gbps, latency_ns, buffer))
+                       before_runs=lambda: _make_dir(out), **_common(link_gbps, latency_ns, buffer))
     summary = summarize(runs)
     runs.to_csv(out / "runs.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)

@@ -21,10 +21,12 @@ def compare(
     topology: str = "fat-tree:k=8",
     seeds: list[int] | None = None,
     on_run: Callable[[str, str, int], Callable[[int, int], bool] | None] | None = None,
+    before_runs: Callable[[], Any] | None = None,
     **config: Any,
 ) -> pd.DataFrame:
     """One row per (traffic, scheme, seed). Every config is built (and so checked)
-    before the first run starts, so a typo fails in a second, not after an hour."""
+    before the first run starts, so a typo fails in a second, not after an hour;
+    `before_runs` is called then (the CLI creates its output folder only for a valid plan)."""
     seeds = [1] if seeds is None else seeds
     for name, given in (("schemes", schemes), ("traffic", traffics), ("seeds", seeds)):
         if not given:
@@ -33,6 +35,8 @@ def compare(
         if twice := next((x for i, x in enumerate(given) if x in given[:i]), None):
             raise ConfigError(f"compare: `{name}` lists {twice!r} twice (expected each once)", name)
     plan = [(t, s, seed, build_config(topology, t, scheme=s, seed=seed, **config)) for t in traffics for s in schemes for seed in seeds]
+    if before_runs:
+        before_runs()
     rows = []
     for traffic, scheme, seed, cfg in plan:
         progress = on_run(traffic, scheme, seed) if on_run else None

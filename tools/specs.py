@@ -8,7 +8,10 @@ from typing import Any
 
 from .errors import ConfigError
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
 def shown(value: Any) -> str:
     """`repr(value)` for an error message, an integer of hundreds of digits summarized."""
     text = repr(value)
@@ -41,7 +44,7 @@ def parse_size(text: str | int, field: str = "size") -> int:
             raise ConfigError(f"`{field}`: {text!r} would be bits (lowercase b); sizes are bytes: write {hint}", field)
         unit = m.group(2).upper() if m else None
         if not m or unit not in _UNITS:
-            raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB)", field)
+            raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB; units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", field)
         number = m.group(1)
         # Whole numbers stay integers: a float would round sizes past 2^53.
         value = int(number) * _UNITS[unit] if "." not in number else float(number) * _UNITS[unit]

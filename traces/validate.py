@@ -52,6 +52,8 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
     if where.is_file() and (own := re.fullmatch(r"(.+)\.[0-9]+\.et", where.name)):
         where = where.with_name(own.group(1))
     folder, prefix = (where, None) if where.is_dir() else (where.parent, where.name)
+    if not folder.is_dir():  # a typo in the path, not a folder without ETs
+        raise ConfigError(f"{where}: not found (expected a folder of <prefix>.<rank>.et files, or such a prefix)", "workload")
     by_prefix: dict[str, dict[int, Path]] = defaultdict(dict)
     for p in sorted(folder.glob("*.et")):
         m = re.fullmatch(r"(.+)\.([0-9]+)\.et", p.name)
@@ -66,7 +68,8 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
                           f"{folder / sorted(by_prefix)[0]}", "workload")
     found = next(iter(by_prefix.values()), {})
     if not found:
-        raise ConfigError(f"{where}: no Chakra ETs named <prefix>.<rank>.et found", "workload")
+        named = "<prefix>.<rank>.et" if prefix is None else f"{prefix}.<rank>.et"
+        raise ConfigError(f"{where}: no Chakra ETs named {named} in {folder}", "workload")
     missing = sorted(set(range(max(found) + 1)) - set(found))
     if missing:
         raise ConfigError(f"{where}: ranks {missing} have no ET (found ranks {sorted(found)})", "workload")
