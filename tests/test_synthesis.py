@@ -130,6 +130,56 @@ def test_hugging_face_config_reproduces_the_zoo_model(tmp_path):
     assert e.value.field == "num_key_value_head"
 
 
+# Published configs and parameter counts; the sums by hand are in the comments.
+HF_PUBLISHED = {
+    # Mistral-Nemo: head width 128 given, not 5120 / 32 = 160. Per layer q, o 2 * 5120 * 4096, k, v
+    # 2 * 5120 * 1024, MLP 3 * 5120 * 14336, norms 2 * 5120; untied 131072 x 5120 twice, final norm.
+    "Mistral-Nemo-Base-2407": ({"model_type": "mistral", "num_hidden_layers": 40, "hidden_size": 5120,
+                                "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+                                "head_dim": 128, "vocab_size": 131072, "tie_word_embeddings": False},
+                               40 * (2 * 5120 * 4096 + 2 * 5120 * 1024 + 3 * 5120 * 14336 + 2 * 5120)
+                               + 2 * 131072 * 5120 + 5120),
+    # Llama-3.2 1B ties its output projection to the embedding: 1,235,814,400 (model card: 1.24 B).
+    "Llama-3.2-1B": ({"model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "intermediate_size": 8192,
+                      "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
+                      "tie_word_embeddings": True}, 1_235_814_400),
+    # Qwen2-0.5B: tied, and q, k, v carry biases (896 + 2 * 128 per layer): 494,032,768 (model card: 0.49 B).
+    "Qwen2-0.5B": ({"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896, "intermediate_size": 4864,
+                    "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+                    "tie_word_embeddings": True}, 494_032_768),
+}
+
+
+@pytest.mark.parametrize("name", list(HF_PUBLISHED))
+def test_hugging_face_head_width_tied_embeddings_and_biases_give_the_published_size(name, tmp_path):
+    # The head width and tie_word_embeddings were ignored: Nemo read as 12.77 B, Llama-3.2 1B as 1.50 B.
+    cfg, published = HF_PUBLISHED[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert from_hf_config(path).total_params() == published
+    # A Llama config's attention_bias and mlp_bias add biases to all four projections and the MLP.
+    if name == "Llama-3.2-1B":
+        path.write_text(json.dumps({**cfg, "attention_bias": True, "mlp_bias": True}))
+        q, kv = 32 * 64, 8 * 64
+        assert from_hf_config(path).total_params() == published + 16 * (q + 2 * kv + 2048 + 2 * 8192 + 2048)
+        path.write_text(json.dumps({**cfg, "mlp_bias": "yes"}))
+        with pytest.raises(ConfigError, match=r"field `mlp_bias` must be true or false, got 'yes'"):
+            from_hf_config(path)
+
+
+def test_attention_flops_follow_the_head_widths():
+    # QK^T and AV multiply over heads x head width (DeepSeek-V3's MLA: 128 x (128 + 64) and
+    # 128 x 128), not over the hidden size (7168), which undercounted MLA by 2.9x.
+    from tracefabric.traces.synthesis import units
+    plan = Plan(world=8, seq=4096, micro_batch=1)
+    m = ZOO["deepseek-v3"]
+    assert m.attention_widths() == (128 * 192, 128 * 128)
+    first = units(m, plan)[1]  # a dense block: everything but attention is 2 FLOPs per parameter and token
+    assert first.forward_flops == 2.0 * m.layer_params(0) * 4096 + 2.0 * 4096 * 4096 * (128 * 192 + 128 * 128)
+    nemo = ModelSpec("nemo", "llama", 1, 5120, 14336, 32, 8, 131072, attn_head_dim=128)
+    assert nemo.attention_widths() == (4096, 4096)
+
+
 def test_a_hugging_face_model_name_is_a_plain_file_name(tmp_path, monkeypatch):
     # The name prefixes the ET files: "org/model" wrote into a missing folder, and a bare
     # `config.json` (its folder's name read as "") wrote hidden `.0.et` files no reader found.

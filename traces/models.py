@@ -4,7 +4,9 @@ Counts follow the published architectures: Llama-3 (RMSNorm, grouped-query atten
 SwiGLU MLP, untied embeddings), GPT-2 (LayerNorm and biases, GELU MLP, learned positions,
 tied embeddings), Mixtral-style MoE (Llama blocks whose MLP is `experts` SwiGLU experts and a
 router), DeepSeek-V3-style MoE (multi-head latent attention, shared + routed experts, dense
-first layers). A Hugging Face `config.json` maps onto the same fields. The `moe_layer` family is
+first layers). A Hugging Face `config.json` maps onto the same fields, with its explicit head
+width (Mistral-Nemo: 128, not 5120 / 32), tied embeddings (Llama-3.2 1B) and projection biases
+(Qwen2's q, k, v). The `moe_layer` family is
 a bare MoE layer (router + GELU experts with biases; no attention, norms, embedding or head):
 the layer `trace capture --workload moe` trains.
 """
@@ -28,7 +30,8 @@ HF_KEYS_READ = ("model_type", "_name_or_path", "num_hidden_layers", "hidden_size
                 "num_attention_heads", "num_key_value_heads", "vocab_size", "num_local_experts", "n_routed_experts",
                 "num_experts_per_tok", "kv_lora_rank", "moe_intermediate_size", "n_shared_experts",
                 "first_k_dense_replace", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-                "n_layer", "n_embd", "n_inner", "n_head", "n_positions")
+                "n_layer", "n_embd", "n_inner", "n_head", "n_positions", "head_dim", "tie_word_embeddings",
+                "attention_bias", "mlp_bias")
 MAX_LAYERS = 4096
 MAX_WIDTH = 1 << 24
 MODEL_FAMILIES = ("llama", "gpt2", "deepseek", "moe_layer")
@@ -36,7 +39,10 @@ MODEL_FAMILIES = ("llama", "gpt2", "deepseek", "moe_layer")
 # at 1; optional parts, such as shared experts or MLA ranks, at 0).
 MODEL_INTEGERS = {"layers": 1, "hidden": 1, "ffn": 1, "heads": 1, "kv_heads": 1, "vocab": 1, "experts": 1,
                   "top_k": 1, "shared_experts": 0, "dense_layers": 0, "dense_ffn": 0, "max_positions": 0,
-                  "q_lora_rank": 0, "kv_lora_rank": 0, "qk_nope_dim": 0, "qk_rope_dim": 0, "v_head_dim": 0}
+                  "q_lora_rank": 0, "kv_lora_rank": 0, "qk_nope_dim": 0, "qk_rope_dim": 0, "v_head_dim": 0,
+                  "attn_head_dim": 0}
+# Which attention projections carry a bias (Llama-style blocks; GPT-2's are built in).
+ATTENTION_BIASES = ("none", "qkv", "all")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,12 @@ class ModelSpec:
     qk_nope_dim: int = 0
     qk_rope_dim: int = 0
     v_head_dim: int = 0
+    # Width of one attention head when it is not hidden / heads (Mistral-Nemo: 128 of 5120 / 32).
+    attn_head_dim: int = 0
+    # The output projection shares the embedding's weights; None: as the family does (GPT-2 ties).
+    tied_embeddings: bool | None = None
+    attention_bias: str = "none"  # Qwen2: "qkv"; a Llama config's attention_bias: "all"
+    mlp_bias: bool = False  # a Llama config's mlp_bias: gate, up and down biases
 
     def __post_init__(self) -> None:
         # Types and signs first: a string, bool or negative count would give nonsense parameter
@@ -78,8 +90,16 @@ class ModelSpec:
             high = MAX_LAYERS if name in ("layers", "dense_layers") else MAX_WIDTH
             if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
                 raise ConfigError(f"model `{self.name}`: `{name}` = {v!r}: expected an integer in {low}..{high}", name)
+        for name in ("tied_embeddings", "mlp_bias"):
+            v = getattr(self, name)
+            if not (isinstance(v, bool) or v is None and name == "tied_embeddings"):
+                raise ConfigError(f"model `{self.name}`: `{name}` = {v!r}: expected true or false", name)
+        if self.attention_bias not in ATTENTION_BIASES:
+            raise ConfigError(f"model `{self.name}`: `attention_bias` = {self.attention_bias!r}: expected one of "
+                              f"{', '.join(ATTENTION_BIASES)}", "attention_bias")
         check = [
-            (self.heads >= 1 and self.hidden % self.heads == 0 or self.q_lora_rank > 0, f"heads ({self.heads}) must divide hidden ({self.hidden})"),
+            (self.hidden % self.heads == 0 or self.q_lora_rank > 0 or self.attn_head_dim > 0,
+             f"heads ({self.heads}) must divide hidden ({self.hidden}), or the head width be given"),
             (self.kv_heads >= 1 and self.heads % self.kv_heads == 0, f"kv_heads ({self.kv_heads}) must divide heads ({self.heads})"),
             (1 <= self.top_k <= self.experts, f"top_k ({self.top_k}) must be between 1 and experts ({self.experts})"),
             (0 <= self.dense_layers <= self.layers, f"dense_layers ({self.dense_layers}) must be between 0 and layers ({self.layers})"),
@@ -92,7 +112,17 @@ class ModelSpec:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.attn_head_dim or self.hidden // self.heads
+
+    @property
+    def ties_embeddings(self) -> bool:
+        return self.family == "gpt2" if self.tied_embeddings is None else self.tied_embeddings
+
+    def attention_widths(self) -> tuple[int, int]:
+        """Per token, the widths QK^T and AV multiply over, summed across heads."""
+        if self.q_lora_rank or self.kv_lora_rank:
+            return self.heads * (self.qk_nope_dim + self.qk_rope_dim), self.heads * self.v_head_dim
+        return self.heads * self.head_dim, self.heads * self.head_dim
 
     @property
     def is_moe(self) -> bool:
@@ -110,13 +140,14 @@ class ModelSpec:
                     + h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank
                     + self.kv_lora_rank * self.heads * (self.qk_nope_dim + self.v_head_dim)
                     + self.heads * self.v_head_dim * h)
-        kv = self.kv_heads * self.head_dim
-        return 2 * h * h + 2 * h * kv  # q, o: h x h; k, v: h x kv (no biases)
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        bias = {"none": 0, "qkv": q + 2 * kv, "all": q + 2 * kv + h}[self.attention_bias]
+        return 2 * h * q + 2 * h * kv + bias  # q, o: h x heads*head_dim; k, v: h x kv
 
     def mlp_params(self, width: int) -> int:
         if self.family in ("gpt2", "moe_layer"):
             return 2 * self.hidden * width + width + self.hidden  # two matrices with biases, GELU
-        return 3 * self.hidden * width  # SwiGLU: gate, up, down
+        return 3 * self.hidden * width + (2 * width + self.hidden if self.mlp_bias else 0)  # SwiGLU: gate, up, down
 
     def norm_params(self) -> int:
         if self.family == "moe_layer":
@@ -143,12 +174,16 @@ class ModelSpec:
             return 0
         return self.vocab * self.hidden + self.max_positions * self.hidden
 
+    def final_norm_params(self) -> int:
+        if self.family == "moe_layer":
+            return 0
+        return 2 * self.hidden if self.family == "gpt2" else self.hidden  # LayerNorm has a bias, RMSNorm not
+
     def head_params(self) -> int:
         """Final norm plus the output projection (none when tied to the embedding, as in GPT-2)."""
         if self.family == "moe_layer":
             return 0
-        final_norm = 2 * self.hidden if self.family == "gpt2" else self.hidden
-        return final_norm + (0 if self.family == "gpt2" else self.vocab * self.hidden)
+        return self.final_norm_params() + (0 if self.ties_embeddings else self.vocab * self.hidden)
 
     def total_params(self) -> int:
         return self.embedding_params() + sum(self.layer_params(i) for i in range(self.layers)) + self.head_params()
@@ -237,28 +272,46 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         near = difflib.get_close_matches(key, HF_KEYS_READ, n=1, cutoff=0.9)
         if key not in HF_KEYS_READ and near and near[0] not in c:
             raise ConfigError(f"{path}: unknown field `{key}`; did you mean `{near[0]}`?", key)
+    def flag(k: str, default: bool) -> bool:
+        """A true/false field: absent or null gives the default of the model type."""
+        v = c.get(k)
+        if v is not None and not isinstance(v, bool):
+            raise ConfigError(f"{path}: field `{k}` must be true or false, got {v!r}", k)
+        return default if v is None else v
+
     try:
-        return _spec_from_hf(c, name, need, opt)
+        return _spec_from_hf(c, name, need, opt, flag)
     except ConfigError as e:  # ModelSpec's own checks name the model, not the file
         if str(e).startswith(str(path)):
             raise
         raise ConfigError(f"{path}: {e}", e.field) from None
 
 
-def _spec_from_hf(c: dict[str, Any], name: str, need: Any, opt: Any) -> ModelSpec:
+def _spec_from_hf(c: dict[str, Any], name: str, need: Any, opt: Any, flag: Any) -> ModelSpec:
+    # Hugging Face's own default for tie_word_embeddings is true, but every model type read
+    # here except GPT-2 sets false in its config class, so a config.json may leave it out.
     if c.get("model_type") == "gpt2":
         return ModelSpec(name, "gpt2", need("n_layer"), need("n_embd"), opt("n_inner", 4 * need("n_embd")),
-                         need("n_head"), need("n_head"), need("vocab_size"), max_positions=need("n_positions"))
+                         need("n_head"), need("n_head"), need("vocab_size"), max_positions=need("n_positions"),
+                         tied_embeddings=flag("tie_word_embeddings", True))
     heads = need("num_attention_heads")
     experts = opt("num_local_experts", 0) or opt("n_routed_experts", 1)
     common = dict(layers=need("num_hidden_layers"), hidden=need("hidden_size"), heads=heads,
                   kv_heads=opt("num_key_value_heads", heads), vocab=need("vocab_size"), experts=experts,
-                  top_k=opt("num_experts_per_tok", 1))
+                  top_k=opt("num_experts_per_tok", 1), tied_embeddings=flag("tie_word_embeddings", False),
+                  mlp_bias=flag("mlp_bias", False))
     if c.get("kv_lora_rank"):
+        if flag("attention_bias", False):  # MLA's biased projections differ from Llama's four
+            raise ConfigError("field `attention_bias` = true with latent attention (kv_lora_rank) is not modelled; "
+                              "expected false", "attention_bias")
         return ModelSpec(name, "deepseek", ffn=need("moe_intermediate_size"), shared_experts=opt("n_shared_experts", 0, 0),
                          dense_layers=opt("first_k_dense_replace", 0, 0), dense_ffn=need("intermediate_size"),
                          q_lora_rank=opt("q_lora_rank", 0, 0), kv_lora_rank=need("kv_lora_rank"),
                          qk_nope_dim=need("qk_nope_head_dim"), qk_rope_dim=need("qk_rope_head_dim"),
                          v_head_dim=need("v_head_dim"), **common)
-    return ModelSpec(name, "llama", ffn=need("intermediate_size"), **common)
+    # Qwen2 always biases q, k and v (its config has no switch); a Llama config's
+    # attention_bias biases all four projections.
+    bias = "qkv" if c.get("model_type") == "qwen2" else "all" if flag("attention_bias", False) else "none"
+    return ModelSpec(name, "llama", ffn=need("intermediate_size"), attn_head_dim=opt("head_dim", 0),
+                     attention_bias=bias, **common)
 

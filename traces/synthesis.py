@@ -222,14 +222,15 @@ def units(model: ModelSpec, plan: Plan) -> list[Unit]:
         active = total
         if moe:
             active -= (model.experts - model.top_k) * model.expert_params()  # a token sees only top_k routed experts
-        attention = 4.0 * tokens * plan.seq * model.hidden  # QK^T and AV, 2 FLOPs per MAC, no causal saving
+        attention = 2.0 * tokens * plan.seq * sum(model.attention_widths())  # QK^T and AV, 2 FLOPs per MAC, no causal saving
         flops = (2.0 * active * tokens + attention) / tp
         experts = model.experts // ep * model.expert_params() if moe and ep > 1 else 0
         dense = total - (model.experts * model.expert_params() if experts else 0)
         whole = norms + (model.hidden * model.experts if moe else 0)  # norms and the router are replicated over TP
         out.append(Unit(f"layer{i}", (dense - whole) // tp + whole, experts, flops, active / tp * nbytes, True, moe))
     # The logits matmul costs the same whether or not its weights are tied to the embedding.
-    out.append(Unit("head", (model.head_params() - model.hidden) // tp + model.hidden, 0,
+    norm = model.final_norm_params()  # replicated over TP, the projection split
+    out.append(Unit("head", (model.head_params() - norm) // tp + norm, 0,
                     2.0 * model.vocab * model.hidden * tokens / tp, model.vocab * model.hidden * nbytes / tp, False, False))
     return out
 
