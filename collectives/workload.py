@@ -108,7 +108,10 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
                                       "NO_MEMORY_EXPANSION", "memory-type")
-                node.update(kind="memory", duration_ps=_memory_ps(memory, int_attr(a, "tensor_size", where), where))
+                size = int_attr(a, "tensor_size", where)
+                if size < 0:  # else the engine's reader blames a negative time, with no file or node
+                    raise ConfigError(f"{where}: tensor_size = {size}: expected bytes >= 0", "tensor_size")
+                node.update(kind="memory", duration_ps=_memory_ps(memory, size, where))
             elif n.type == "COMM_COLL_NODE":
                 if "comm_type" not in a:
                     raise ConfigError(f"{where}: collective without attribute 'comm_type'", "comm_type")
@@ -130,10 +133,15 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 for attr, key in (("comm_split_sizes", "split_bytes"), ("comm_recv_split_sizes", "recv_split_bytes")):
                     if attr in a:
                         node[key] = _split_list(a[attr], attr, where)
+                # A rank's all-to-all sends its comm_size in all (convert.py's convention).
+                if "split_bytes" in node and sum(node["split_bytes"]) != size:
+                    raise ConfigError(f"{where}: comm_size = {size} but comm_split_sizes sum to {sum(node['split_bytes'])} "
+                                      "(expected the bytes this rank sends)", "comm_size")
             elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
                 field = "comm_dst" if n.type == "COMM_SEND_NODE" else "comm_src"
-                if field not in a:
-                    raise ConfigError(f"{where}: {n.type} without attribute {field!r}", field)
+                for key in (field, "comm_size"):  # 0 bytes would be a guess, as for collectives
+                    if key not in a:
+                        raise ConfigError(f"{where}: {n.type} without attribute {key!r}", key)
                 peer, size = int_attr(a, field, where), int_attr(a, "comm_size", where)
                 if peer < 0 or size < 0:
                     raise ConfigError(f"{where}: {field} = {peer}, comm_size = {size}: expected a rank and bytes >= 0",

@@ -283,3 +283,66 @@ def test_a_hugging_face_model_folder_reads_its_config_json(tmp_path):
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(empty))}: a folder without config\.json; expected a Hugging "
                                           r"Face model folder or a config\.json path$"):
         get_model(str(empty))
+
+
+# (25) attributes run and validate read: sizes that add up, and nothing guessed -------------
+
+def _write_ranks(folder, nodes_by_rank) -> None:
+    folder.mkdir()
+    for r, nodes in enumerate(nodes_by_rank):
+        write_trace(folder / f"t.{r}.et", nodes)
+
+
+@pytest.mark.parametrize("text", [" 12 ", "1_000", "+5"])
+def test_a_comm_size_string_is_plain_digits(tmp_path, text):
+    # int() reads " 12 " as 12 and "1_000" as 1000; a Chakra writer writes neither.
+    _coll_workload(tmp_path / "w", text)
+    with pytest.raises(ConfigError, match=rf"attribute 'comm_size' = '{re.escape(text)}': expected an integer"):
+        run_iteration(tmp_path / "w", SYSTEM, NET4)
+    traces, groups = v.load(tmp_path / "w")
+    assert len(v.problems(traces, groups)) == 4
+
+
+def test_an_all_to_all_v_whose_comm_size_is_not_its_splits_sum_is_refused(tmp_path):
+    # comm_size 1000 with splits of 1 B each ran as 4 B in 2,000 ns, and validate passed it.
+    def a2a(size):
+        return [[EtNode(0, "a2a", "COMM_COLL_NODE", attrs={"comm_type": COMM_TYPES["ALL_TO_ALL"], "comm_size": size,
+                                                            "comm_split_sizes": [1, 1, 1, 1],
+                                                            "comm_recv_split_sizes": [1, 1, 1, 1]})]] * 4
+    _write_ranks(tmp_path / "bad", a2a(1000))
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('a2a'\): comm_size = 1000 but comm_split_sizes sum to 4 "
+                                          r"\(expected the bytes this rank sends\)") as e:
+        run_iteration(tmp_path / "bad", SYSTEM, NET4)
+    assert e.value.field == "comm_size"
+    traces, groups = v.load(tmp_path / "bad")
+    found = v.problems(traces, groups)
+    assert len(found) == 4 and "comm_size = 1000 but comm_split_sizes sum to 4" in found[0]
+    _write_ranks(tmp_path / "good", a2a(4))
+    traces, groups = v.load(tmp_path / "good")
+    assert v.problems(traces, groups) == []
+
+
+def test_a_send_or_receive_without_comm_size_is_refused_by_run_as_by_validate(tmp_path):
+    # run read the missing size as 0 bytes (a 0 ns iteration) while validate refused it.
+    _write_ranks(tmp_path / "p2p", [[EtNode(0, "s", "COMM_SEND_NODE", attrs={"comm_dst": 1})],
+                                    [EtNode(0, "r", "COMM_RECV_NODE", attrs={"comm_src": 0})]])
+    with pytest.raises(ConfigError, match=r"t\.0\.et: node 0 \('s'\): COMM_SEND_NODE without attribute 'comm_size'") as e:
+        run_iteration(tmp_path / "p2p", SYSTEM, {**NET4, "npus_count": [2]})
+    assert e.value.field == "comm_size"
+    traces, groups = v.load(tmp_path / "p2p")
+    assert [p.split(": ", 1)[1] for p in v.problems(traces, groups)] == [
+        "node 0 (s): COMM_SEND_NODE lacks attribute 'comm_size'", "node 0 (r): COMM_RECV_NODE lacks attribute 'comm_size'"]
+
+
+def test_a_negative_memory_access_is_named_by_node(tmp_path):
+    # The engine's reader said "invalid value: integer '-50', expected u64": no file, no node,
+    # and -50 was the access time in ps, not the size given.
+    mem = tmp_path / "mem.json"
+    mem.write_text(json.dumps({"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-latency": 0, "remote-mem-bw": 1000}))
+    _write_ranks(tmp_path / "m", [[EtNode(0, "load", "MEM_LOAD_NODE", attrs={"tensor_size": 10})],
+                                  [EtNode(0, "load", "MEM_LOAD_NODE", attrs={"tensor_size": -50})]])
+    with pytest.raises(ConfigError, match=r"t\.1\.et: node 0 \('load'\): tensor_size = -50: expected bytes >= 0") as e:
+        run_iteration(tmp_path / "m", SYSTEM, {**NET4, "npus_count": [2]}, memory=mem)
+    assert e.value.field == "tensor_size"
+    traces, groups = v.load(tmp_path / "m")
+    assert [p.split(": ", 1)[1] for p in v.problems(traces, groups)] == ["node 0 (load): tensor_size = -50: expected bytes >= 0"]

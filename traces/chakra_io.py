@@ -5,6 +5,7 @@ GlobalMetadata message followed by Node messages, each prefixed by its varint le
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -35,6 +36,8 @@ def int_value(v: Any, key: str, where: str) -> int:
     try:
         if isinstance(v, (bool, list, tuple, dict)) or (isinstance(v, float) and not v.is_integer()):
             raise TypeError
+        if isinstance(v, str) and not re.fullmatch(r"-?[0-9]+", v):  # int() also takes " 12 " and "1_000"
+            raise ValueError
         return int(v)
     except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"{where}: attribute {key!r} = {v!r}: expected an integer", key) from None

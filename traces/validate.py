@@ -267,6 +267,8 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
         if n.type == "COMP_NODE" and n.duration_micros * 1_000_000 >= _core.CLOCK_LIMIT_PS:  # as `run` reads it
             out.append(f"{where}: node {n.id} ({n.name}): duration_micros = {n.duration_micros} is past the simulators' "
                        "picosecond clock (2^62 ps, 53 days)")
+        if n.type in ("MEM_LOAD_NODE", "MEM_STORE_NODE") and isinstance(size := _int(n, "tensor_size", 0), int) and size < 0:
+            out.append(f"{where}: node {n.id} ({n.name}): tensor_size = {size}: expected bytes >= 0")
         if n.type in COMM_NODES:
             need = {"COMM_COLL_NODE": ("comm_type", "comm_size"), "COMM_SEND_NODE": ("comm_dst", "comm_size"),
                     "COMM_RECV_NODE": ("comm_src", "comm_size")}[n.type]
@@ -283,6 +285,11 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
                 if not isinstance(value, int) or value < 0:
                     what = "bytes" if key == "comm_size" else "a rank"
                     out.append(f"{where}: node {n.id} ({n.name}): {key} = {value!r}: expected {what} >= 0")
+            sends = _splits(n, "comm_split_sizes")
+            if (isinstance(sends, list) and all(isinstance(x, int) for x in sends)
+                    and isinstance(_int(n, "comm_size"), int) and sum(sends) != _int(n, "comm_size")):
+                out.append(f"{where}: node {n.id} ({n.name}): comm_size = {_int(n, 'comm_size')} but comm_split_sizes "
+                           f"sum to {sum(sends)} (expected the bytes this rank sends)")
             pg = n.attrs.get("pg_name")
             if n.type == "COMM_COLL_NODE" and (bad := group_problem(pg, groups)):
                 out.append(f"{where}: node {n.id} ({n.name}): {bad}")
