@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Hashable
@@ -281,22 +282,84 @@ def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any
     return loader.construct_mapping(node, deep=True)
 
 
+@dataclass(frozen=True)
+class _UnclearNumber:
+    """A YAML number PyYAML (YAML 1.1) reads otherwise than ASTRA-sim's yaml-cpp, or one Python
+    cannot hold: read_network refuses it with its key and line."""
+
+    text: str
+    line: int
+    why: str
+    advice: bool = True  # "write it in decimal" fits the forms, not a number too long
+
+
+def _yaml11_value(loader: yaml.SafeLoader, node: yaml.ScalarNode, tag: str) -> str:
+    try:
+        return repr(getattr(yaml.SafeLoader, f"construct_yaml_{tag}")(loader, node))
+    except ValueError:
+        return "a string"
+
+
+def _strict_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | _UnclearNumber:
+    """Plain decimal integers only. yaml-cpp reads npus_count (int) with C++ base detection
+    (0500 octal, 0x10 hex) but bandwidth and latency (double) as decimal (0500 = 500, 0x10
+    refused); YAML 1.1 reads 0500 as 320, 0b101, 1_000 and 8:20 (base 60) as numbers that
+    yaml-cpp refuses. No reading of these forms is right for every field: they are refused."""
+    text = loader.construct_scalar(node)
+    line = node.start_mark.line + 1
+    digits = text.lstrip("+-")
+    if len(digits) > (sys.get_int_max_str_digits() or math.inf):  # int() would raise a 100-line ValueError
+        return _UnclearNumber(f"{text[:6]}...", line, f"an integer of {len(digits)} digits, past the "
+                              f"{sys.get_int_max_str_digits()} Python reads", advice=False)
+    if re.fullmatch(r"0|[1-9][0-9]*", digits):
+        return int(text)
+    old = _yaml11_value(loader, node, "int")
+    if ":" in text or "_" in text:
+        form = "a base-60 number" if ":" in text else "digit separators (_)"
+        why = f"{form}: YAML 1.1 reads it as {old}, ASTRA-sim (yaml-cpp) as no number"
+    elif digits[:2].lower() == "0b":  # C++ streams detect 0x and 0, not 0b
+        why = f"binary: YAML 1.1 reads it as {old}, ASTRA-sim (yaml-cpp) as no number"
+    elif digits[:2].lower() == "0x":
+        why = f"hexadecimal: YAML 1.1 reads it as {old}, ASTRA-sim (yaml-cpp) as {old} in npus_count but as no number in bandwidth and latency"
+    else:  # a leading zero
+        octal = old != "a string"
+        why = (f"a leading 0: YAML 1.1 reads it as {'octal ' if octal else ''}{old}, ASTRA-sim (yaml-cpp) as "
+               f"{int(text)} in bandwidth and latency but as {'octal ' + old if octal else 'no number'} in npus_count")
+    return _UnclearNumber(text, line, why)
+
+
+def _strict_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | _UnclearNumber:
+    text = loader.construct_scalar(node)
+    if ":" in text or "_" in text:  # YAML 1.1's base-60 (1:30.5) and 1_000.5; yaml-cpp reads neither
+        form = "a base-60 number" if ":" in text else "digit separators (_)"
+        return _UnclearNumber(text, node.start_mark.line + 1, f"{form}: YAML 1.1 reads it as "
+                              f"{_yaml11_value(loader, node, 'float')}, ASTRA-sim (yaml-cpp) as no number")
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _strict_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _strict_float)
 # YAML 1.1 reads `5e1` (no dot) as a string; ASTRA-sim's yaml-cpp, and users, take it as 50.0.
 _UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
                                        list("-+0123456789"))
+# ... and `09` (a leading 0 but no octal) as a string, which yaml-cpp reads as 9: an int, refused above.
+_UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?0[0-9_]+$"), list("-+0"))
 
 
 def _non_json_value(x: Any, where: str = "") -> tuple[str, Any] | None:
-    """(key path, value) of the first value JSON cannot carry (a YAML date, binary, set, ...)."""
+    """(key path, value) of the first value JSON cannot carry (a YAML date, binary, set, an
+    unclear number, ...)."""
     if isinstance(x, dict):
-        items = x.items()
+        if key := next((k for k in x if isinstance(k, _UnclearNumber)), None):  # `0500: ...` as a key
+            return where, key
+        items = [(f"{where}.{k}" if where else str(k), v) for k, v in x.items()]
     elif isinstance(x, list):
-        items = enumerate(x)
+        items = [(f"{where}[{i}]", v) for i, v in enumerate(x)]
     else:
         return None if x is None or isinstance(x, (str, int, float, bool)) else (where, x)
     for k, v in items:
-        if found := _non_json_value(v, f"{where}.{k}" if where else str(k)):
+        if found := _non_json_value(v, k):
             return found
     return None
 
@@ -307,13 +370,22 @@ def read_network(path: str | Path) -> AstraNetwork | PacketFabric:
         raise ConfigError(f"{path}: {not_a_file(path, 'network')}", "network")
     try:
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        bad = _non_json_value(raw)
     except DuplicateKeyError as e:
         raise ConfigError(f"{path}: {e}", str(e.key)) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})", "network") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", "network") from None
-    if bad := _non_json_value(raw):
+    except RecursionError:  # [[[[...]]]]: the composer (or the walk above) recurses per level
+        raise ConfigError(f"{path}: lists or mappings nested too deeply for Python (recursion limit "
+                          f"{sys.getrecursionlimit()})", "network") from None
+    if bad and isinstance(bad[1], _UnclearNumber):
+        n = bad[1]
+        advice = "; write it in decimal, without leading zeros or separators" if n.advice else ""
+        raise ConfigError(f"{path}: {bad[0] or 'the document'} = {n.text} (line {n.line}): {n.why}{advice}",
+                          bad[0] or "network")
+    if bad:
         raise ConfigError(f"{path}: {bad[0]} = {bad[1]!r}: a YAML {type(bad[1]).__name__}, expected a number, "
                           "string, list or mapping (quote it for a string)", bad[0])
     return check_network(raw, str(path))
@@ -329,6 +401,9 @@ def write_network(net: AstraNetwork, path: str | Path) -> None:
 # ---- remote memory, comm groups ----------------------------------------------------
 
 MEMORY_TYPES = ("NO_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "PER_NPU_MEMORY_EXPANSION", "MEMORY_POOL")
+# Types whose requests ASTRA-sim serializes across NPUs -> the queue tracefabric does not model.
+SHARED_MEMORY_TYPES = {"PER_NODE_MEMORY_EXPANSION": "the queue of remote requests shared by the NPUs of a node",
+                       "MEMORY_POOL": "the one queue of remote requests shared by all NPUs"}
 MEMORY_KEYS = {"memory-type": (str,), "remote-mem-latency": (int, float), "remote-mem-bw": (int, float),
                "num-nodes": (int,), "num-npus-per-node": (int,)}
 
@@ -364,6 +439,15 @@ def read_memory(path: str | Path | None) -> RemoteMemory:
     kind = raw.get("memory-type")
     if kind not in MEMORY_TYPES:
         raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: expected one of {', '.join(MEMORY_TYPES)}", "memory-type")
+    if kind in SHARED_MEMORY_TYPES:
+        # ASTRA-sim queues these requests one at a time per node (or across the pool); tracefabric
+        # does not, and running them as PER_NPU gave a silently shorter time.
+        raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: {SHARED_MEMORY_TYPES[kind]} is not modelled; "
+                          "expected PER_NPU_MEMORY_EXPANSION (no queueing) or NO_MEMORY_EXPANSION", "memory-type")
+    for key in ("num-nodes", "num-npus-per-node"):
+        # Read by ASTRA-sim (as an int) only for PER_NODE_MEMORY_EXPANSION; still a count.
+        if key in raw and not 1 <= raw[key] <= 2**31 - 1:
+            raise ConfigError(f"{path}: key {key!r} = {shown(raw[key])}: expected an integer in 1..2147483647", key)
     mem = RemoteMemory(kind, float(raw.get("remote-mem-latency", 0)), float(raw.get("remote-mem-bw", 0)), dict(raw))
     if kind != "NO_MEMORY_EXPANSION" and mem.bandwidth_gbps <= 0:
         raise ConfigError(f"{path}: {kind} needs a positive 'remote-mem-bw' (GB/s)", "remote-mem-bw")

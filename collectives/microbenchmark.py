@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..specs import plain
-from ..traces.chakra_io import COMM_TYPES, EtNode, encode_trace
+from ..traces.chakra_io import COMM_TYPES, EtNode, encode_trace, remove_ranks_past
 from ..traces.synthesis import PLAN_MAX
 
 MAX_RANKS = PLAN_MAX["world"]
@@ -40,4 +40,5 @@ def write_microbenchmark(folder: str | Path, ranks: int, kind: str, size: int, p
     data = encode_trace([node])  # every rank's trace is the same bytes
     for r in range(ranks):
         (out / f"{prefix}.{r}.et").write_bytes(data)
+    remove_ranks_past(out, prefix, ranks)
     return out / prefix

@@ -22,7 +22,8 @@ import pandas as pd
 from ..astra_configs.formats import AstraNetwork, RemoteMemory, SystemConfig, write_network, write_system
 from ..collectives.workload import Workload, check
 from ..errors import ConfigError, TracefabricError
-from ..traces.chakra_io import _framed, read_pb_trace
+from ..specs import shown
+from ..traces.chakra_io import COMM_TYPES, _framed, comm_kind, int_value, read_pb_trace
 from ..traces.validate import ValidationError, deadlock_problems
 from chakra.schema.protobuf import et_def_pb2 as pb
 
@@ -49,24 +50,57 @@ def _scalar(a: pb.AttributeProto) -> Any:
     return None if kind is None or kind.endswith("_list") else getattr(a, kind)
 
 
+# protobuf field -> the integers it holds, as an error message names them.
+_INT_RANGES = {"int64_val": (-2**63, 2**63 - 1, "-2^63..2^63-1"), "uint64_val": (0, 2**64 - 1, "0..2^64-1"),
+               "int32_val": (-2**31, 2**31 - 1, "-2^31..2^31-1"), "uint32_val": (0, 2**32 - 1, "0..2^32-1")}
+
+
+def _astra_value(a: pb.AttributeProto, field: str, where: str) -> Any:
+    """Attribute `a`'s value as `field` holds it, or a ConfigError naming `where` and the
+    attribute: protobuf's own error ("Value out of range: -5") named neither."""
+    value = _scalar(a)
+    if value is None:
+        raise ConfigError(f"{where}: attribute {a.name!r} is a list, expected one value", a.name)
+    if a.name == "comm_type":  # `run` takes its name too ("ALL_REDUCE"); ASTRA-sim reads the number
+        kind = comm_kind(value)
+        if kind is None:
+            raise ConfigError(f"{where}: attribute 'comm_type' = {shown(value)}: expected a Chakra CollectiveCommType "
+                              f"name or number ({', '.join(COMM_TYPES)})", "comm_type")
+        return COMM_TYPES[kind]
+    if field == "bool_val":
+        if not (isinstance(value, bool) or type(value) is int and value in (0, 1)):
+            raise ConfigError(f"{where}: attribute {a.name!r} = {shown(value)}: expected a bool (true, false, 1 or 0)", a.name)
+        return bool(value)
+    if field in _INT_RANGES:
+        n = int_value(value, a.name, where)
+        low, high, text = _INT_RANGES[field]
+        if not low <= n <= high:
+            raise ConfigError(f"{where}: attribute {a.name!r} = {shown(n)}: expected an integer in {text} "
+                              f"(ASTRA-sim reads it as {field[:-4]})", a.name)
+        return n
+    return str(value)
+
+
 def _astra_node(m: pb.Node, group_ids: dict[str, str], path: Path) -> pb.Node:
     out = pb.Node()
     out.CopyFrom(m)
     del out.attr[:]
+    where = f"{path}: node {m.id} ({m.name!r})"
     for a in m.attr:
         field = ASTRA_ATTR_FIELDS.get(a.name)
         if field is None:
             out.attr.append(a)
             continue
-        value = _scalar(a)
         if a.name == "pg_name":
-            value = group_ids.get(str(value), "")
+            if _scalar(a) is None:
+                raise ConfigError(f"{where}: attribute 'pg_name' is a list, expected one group name", "pg_name")
+            value = group_ids.get(str(_scalar(a)), "")
             if not value:
                 continue  # the world group: ASTRA-sim's default
-        if value is None:
-            raise ConfigError(f"{path}: node {m.id}: attribute {a.name!r} is a list, expected one value", a.name)
+        else:
+            value = _astra_value(a, field, where)
         b = pb.AttributeProto(name=a.name)
-        setattr(b, field, type(getattr(b, field))(value))
+        setattr(b, field, value)
         out.attr.append(b)
     return out
 
@@ -86,7 +120,6 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
     check(workload, system, memory, list(network.npus_count))
     if deadlocks := deadlock_problems(workload.traces, workload.groups):  # `run` finds these only when running
         raise ValidationError(deadlocks)
-    (out / "workload").mkdir(parents=True, exist_ok=True)
     # ASTRA-sim: group ids are positive integers; a group equal to the world is its default.
     world = list(range(workload.ranks))
     group_ids: dict[str, str] = {}
@@ -96,12 +129,17 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
             continue
         group_ids[name] = str(len(astra_groups) + 1)
         astra_groups[group_ids[name]] = workload.groups[name]
+    # Every ET converted (and so checked) before the first file is written: a value the feeder's
+    # types cannot hold used to stop the export half-way, leaving a folder ASTRA-sim would run.
+    ets = {}
     for t in workload.traces:
         meta, nodes = read_pb_trace(t.path)
         if not meta.version:
             meta.version = "0.0.4"
-        data = _framed(meta) + b"".join(_framed(_astra_node(m, group_ids, t.path)) for m in nodes)
-        (out / "workload" / f"{prefix}.{t.rank}.et").write_bytes(data)
+        ets[f"{prefix}.{t.rank}.et"] = _framed(meta) + b"".join(_framed(_astra_node(m, group_ids, t.path)) for m in nodes)
+    (out / "workload").mkdir(parents=True, exist_ok=True)
+    for name, data in ets.items():
+        (out / "workload" / name).write_bytes(data)
     files = {"system": out / "system.json", "network": out / "network.yml", "memory": out / "memory.json",
              "comm_groups": out / "comm_groups.json", "run": out / "run.sh"}
     write_system(system, files["system"])
@@ -132,30 +170,60 @@ _FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles(?:, exposed communi
 _STAT = re.compile(r"sys\[(\d+)\], ([A-Za-z -]+?)(?: time)?: (\d+(?:\.\d+)?)\s*$")
 
 
+def _number(digits: str, source: str, line: int) -> int:
+    if len(digits) > 30:  # past any rank or cycle count; int() refuses past 4300 digits anyway
+        raise AstraSimError(f"{source}: line {line}: a number of {len(digits)} digits ({digits[:6]}...); "
+                            "expected ASTRA-sim's rank numbers and cycle counts")
+    return int(digits)
+
+
+def _missing(ranks: list[int], limit: int = 10) -> tuple[list[int], int]:
+    """The first `limit` numbers below max(ranks) that are not in `ranks`, and how many there are
+    in all, without listing them: one `sys[99999999999]` line made a set of 10^11 ranks."""
+    first: list[int] = []
+    total = expected = 0
+    for r in sorted(ranks):
+        if r > expected:
+            first.extend(range(expected, min(r, expected + max(0, limit - len(first)))))
+            total += r - expected
+        expected = r + 1
+    return first, total
+
+
 def parse_output(text: str, source: str = "ASTRA-sim output") -> pd.DataFrame:
     """Per-rank results from what ASTRA-sim printed: `sys[r] finished, T cycles, exposed
     communication E cycles` and the statistics lines (Wall/Comm/GPU/CPU time, overlap).
     Times in ns (1 cycle = 1 ns)."""
     rows: dict[int, dict[str, Any]] = {}
-    for line in text.splitlines():
+    given: dict[tuple[int, str], int] = {}  # (rank, column) -> the line that gave it
+    for line_no, line in enumerate(text.splitlines(), start=1):
         msg = _PREFIX.sub("", line.strip(), count=1)
         m = _FINISHED.search(msg)
         if m:
-            row = rows.setdefault(int(m.group(1)), {"rank": int(m.group(1))})
-            row["finished_ns"] = int(m.group(2))
+            rank, what = _number(m.group(1), source, line_no), "`finished`"
+            values: dict[str, Any] = {"finished_ns": _number(m.group(2), source, line_no)}
             if m.group(3) is not None:
-                row["exposed_comm_ns"] = int(m.group(3))
-            continue
-        m = _STAT.search(msg)
-        if m:
+                values["exposed_comm_ns"] = _number(m.group(3), source, line_no)
+        elif m := _STAT.search(msg):
+            rank, what = _number(m.group(1), source, line_no), f"`{msg[m.start(2):m.start(3)].rstrip(': ')}`"
             key = m.group(2).strip().lower().replace(" ", "_").replace("-", "_")
             key = {"total_compute_communication_overlap": "overlap"}.get(key, key)
-            rows.setdefault(int(m.group(1)), {"rank": int(m.group(1))})[f"{key}_ns"] = float(m.group(3))
+            values = {f"{key}_ns": float(m.group(3))}
+        else:
+            continue
+        for col in values:
+            # A rank reported twice (two runs' output in one file, sys[0] and sys[00]) kept the last.
+            if (rank, col) in given:
+                raise AstraSimError(f"{source}: line {line_no}: sys[{m.group(1)}] reports {what} again (first on line "
+                                    f"{given[rank, col]}); expected one report per rank")
+            given[rank, col] = line_no
+        rows.setdefault(rank, {"rank": rank}).update(values)
     if not rows:
         raise AstraSimError(f"{source}: no `sys[r] finished, T cycles` lines found")
-    missing = sorted(set(range(max(rows) + 1)) - set(rows))
+    missing, count = _missing(list(rows))
     if missing:
-        raise AstraSimError(f"{source}: ranks {missing} never reported `finished`")
+        more = f" and {count - len(missing):,} more" if count > len(missing) else ""
+        raise AstraSimError(f"{source}: ranks {missing}{more} never reported `finished`")
     df = pd.DataFrame([rows[r] for r in sorted(rows)])
     if "finished_ns" not in df or df["finished_ns"].isna().any():
         bad = df.loc[df.get("finished_ns", pd.Series([None] * len(df))).isna(), "rank"].tolist()

@@ -476,6 +476,11 @@ def test_cli_synthesizes_with_a_routing_file_and_names_bad_ones(tmp_path):
     (tmp_path / "bad.json").write_text('{"routing": 5}')
     res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / "bad.json")])
     assert isinstance(res.exception, ConfigError) and "expected a list of rows of token counts" in str(res.exception)
+    # A key beside "routing" was skipped without a word.
+    (tmp_path / "extra.json").write_text(json.dumps({"routing": routing, "imbalance": 0.3}))
+    res = CliRunner().invoke(app, [*args, "--routing", str(tmp_path / "extra.json")])
+    assert isinstance(res.exception, ConfigError) and res.exception.field == "imbalance"
+    assert str(res.exception) == f"{tmp_path / 'extra.json'}: unknown key 'imbalance'; expected only \"routing\""
     # The shape and the row sums are checked against the plan: those errors name the file too.
     (tmp_path / "short.json").write_text(json.dumps({"routing": [row[:3] for row in routing]}))
     (tmp_path / "sums.json").write_text(json.dumps({"routing": [[7, 0, 0, 0]] + routing[1:]}))
@@ -582,3 +587,75 @@ def test_a_smaller_synthesis_into_the_same_folder_leaves_no_stale_ranks(tmp_path
     write(synthesize(ZOO["gpt2-small"], Plan("dp", world=4, gpus_per_server=1)), tmp_path)
     assert sorted(p.name for p in tmp_path.glob("gpt2-small.*.et")) == [f"gpt2-small.{r}.et" for r in range(4)]
     assert (tmp_path / "other.9.et").exists()
+
+
+def test_a_smaller_rescale_or_microbenchmark_into_the_same_folder_leaves_no_stale_ranks(tmp_path):
+    # As for synthesis: rescaling to 8 then to 4 ranks left trace.4-7.et, and validate then
+    # failed with "rank 4 is not a member of group '0'"; a microbenchmark read as 8 ranks.
+    from tracefabric.collectives.microbenchmark import write_microbenchmark
+    from tracefabric.traces import validate as v
+    from tracefabric.traces.rescale import RescaleError, rescale
+
+    write(synthesize(ZOO["gpt2-small"], Plan("dp", world=2, gpus_per_server=1)), tmp_path / "w2", prefix="trace")
+    for ranks in (8, 4):
+        rescale(tmp_path / "w2", ranks, tmp_path / "r")
+    traces, groups = v.load(tmp_path / "r")
+    assert [t.rank for t in traces] == [0, 1, 2, 3] and v.problems(traces, groups) == []
+    for ranks in (8, 4):
+        write_microbenchmark(tmp_path / "m", ranks, "all_reduce", 1 << 20)
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [f"all_reduce.{r}.et" for r in range(4)]
+    # One file per rank, as synthesis caps its world: 2^24 ranks started writing 16.7 M files.
+    with pytest.raises(RescaleError, match=r"rescale: ranks must be an integer in 1\.\.131072 \(got 131074\)"):
+        rescale(tmp_path / "w2", 131074, tmp_path / "big")
+    assert not (tmp_path / "big").exists()
+
+
+@pytest.mark.parametrize("plan", [dict(imbalance=0.5), dict(routing=[[256]])])
+@pytest.mark.parametrize("model", ["gpt2-small", "mixtral-8x7b"])
+def test_routing_skew_without_expert_parallelism_is_refused_not_ignored(model, plan):
+    # With ep = 1 there is no all-to-all to skew: the option was dropped without a word.
+    name = next(iter(plan))
+    with pytest.raises(ConfigError, match=rf"^{name} shapes the expert-parallel all-to-alls, but ep = 1 has none") as e:
+        synthesize(ZOO[model], Plan(world=8, seq=256, **plan))
+    assert e.value.field == name
+
+
+def test_tokens_past_the_traces_int64_num_ops_are_named_as_seq_times_micro_batch():
+    # It blamed an internal node: "node 3 ('layer0.fwd'): attribute 'num_ops' = 5668...: expected int64".
+    plan = Plan(world=8, seq=1 << 24, micro_batch=1 << 16)
+    flops = 2 * (2.0 * ZOO["llama3-8b"].layer_params(0) * 2**40 + 2.0 * 2**40 * 2**24 * 2 * 4096)
+    with pytest.raises(ConfigError, match=rf"seq x micro_batch = 16777216 x 65536 tokens give layer0 of `llama3-8b` "
+                                          rf"{re.escape(f'{flops:.3g}')} FLOPs in backward, past the traces' int64 num_ops") as e:
+        synthesize(ZOO["llama3-8b"], plan)
+    assert e.value.field == "seq"
+
+
+def test_a_plan_past_synthesis_memory_is_refused_before_it_is_built(monkeypatch):
+    # 4096 micro-batches on 64 pipeline ranks ran 70 s into a MemoryError.
+    import tracefabric.traces.synthesis as syn
+    monkeypatch.setattr(syn, "memory_budget", lambda: 4 << 30)
+    with pytest.raises(ConfigError, match=r"^`llama3-8b` on 64 ranks: 64 distinct rank graphs of ~\d+ nodes need ~9\.\d GiB, "
+                                          r"past the 4\.0 GiB free for synthesis") as e:
+        synthesize(ZOO["llama3-8b"], Plan(world=64, pp=2, microbatches=4096, seq=128))
+    assert e.value.field == "world"
+
+
+@pytest.mark.parametrize("model,plan", [("llama3-8b", dict(world=16, pp=2, microbatches=8)),
+                                        ("llama3-70b", dict(world=256, tp=8)),
+                                        ("mixtral-8x7b", dict(world=32, ep=8)),
+                                        ("mixtral-8x7b", dict(world=32, ep=8, imbalance=0.2))])
+def test_the_memory_estimate_bounds_what_synthesis_holds(model, plan, monkeypatch):
+    import tracemalloc
+
+    import tracefabric.traces.synthesis as syn
+    seen = []
+    monkeypatch.setattr(syn, "_check_memory", lambda m, p, first, distinct, shared: seen.append(
+        syn.memory_estimate(p, first, distinct, shared)))
+    tracemalloc.start()
+    try:
+        synthesize(ZOO[model], Plan(seq=128, **plan))
+        held = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # An upper bound (nodes measured at 0.5-1.1 KB; DeepSeek's long split lists are the heavy end), not a wild one.
+    assert held <= seen[0] <= 3 * held, (held, seen[0])

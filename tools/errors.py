@@ -4,6 +4,8 @@ carrying the fields that identify what was wrong."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -123,16 +125,44 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class JsonLimitError(json.JSONDecodeError):
+    """Valid JSON that Python cannot hold: an integer past `sys.get_int_max_str_digits()` digits
+    or arrays/objects nested past the recursion limit. A JSONDecodeError, so that every reader
+    names the file in one line (they were a 100-line ValueError or a RecursionError)."""
+
+
+def _too_many_digits(text: str) -> json.JSONDecodeError:
+    limit = sys.get_int_max_str_digits() or 4300
+    m = re.search(rf"[0-9]{{{limit + 1},}}(?![0-9]*[.eE])", text)  # the integer, not a float's digits
+    return JsonLimitError(f"an integer of {len(m.group()) if m else 'over ' + str(limit)} digits, past the "
+                          f"{limit} Python reads", text, m.start() if m else 0)
+
+
 def loads_json(text: str) -> Any:
-    """`json.loads`, refusing a key given twice in one object (DuplicateKeyError)."""
-    return json.loads(text, object_pairs_hook=_unique_pairs)
+    """`json.loads`, refusing a key given twice in one object (DuplicateKeyError). A leading
+    UTF-8 BOM is skipped, as ASTRA-sim's JSON reader (nlohmann) skips it."""
+    text = text.removeprefix("\ufeff")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except (json.JSONDecodeError, DuplicateKeyError):
+        raise
+    except ValueError:  # int() of a number past the digit limit: no other ValueError comes from json
+        raise _too_many_digits(text) from None
+    except RecursionError:
+        raise JsonLimitError(f"arrays or objects nested too deeply for Python (recursion limit "
+                             f"{sys.getrecursionlimit()})", text, 0) from None
 
 
 def not_a_file(path: str | Path, what: str = "") -> str:
     """Why `path` cannot be read as a file (the caller names the path). A folder is said to be
-    one: "file not found" sent users looking for a typo in a path that exists."""
+    one: "file not found" sent users looking for a typo in a path that exists; so is a device,
+    FIFO or socket (/dev/null was "not found")."""
     what = f"{what} file" if what else "file"
-    return f"is a folder; expected a {what}" if Path(path).is_dir() else f"{what} not found"
+    if Path(path).is_dir():
+        return f"is a folder; expected a {what}"
+    if Path(path).exists():
+        return f"is not a regular file (a device, FIFO or socket); expected a {what}"
+    return f"{what} not found"
 
 
 def load_json(path: str | Path, field: str, what: str = "") -> Any:
@@ -142,6 +172,8 @@ def load_json(path: str | Path, field: str, what: str = "") -> Any:
         raise ConfigError(f"{path}: {not_a_file(path, what)}", field)
     try:
         return loads_json(path.read_text())
+    except JsonLimitError as e:
+        raise ConfigError(f"{path}: cannot read {e.msg}{f' (line {e.lineno})' if e.pos else ''}", field) from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON ({e})", field) from None
     except DuplicateKeyError as e:

@@ -4,6 +4,7 @@ GlobalMetadata message followed by Node messages, each prefixed by its varint le
 
 from __future__ import annotations
 
+import glob
 import operator
 import re
 from dataclasses import dataclass, field
@@ -246,3 +247,12 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
     nodes = [EtNode(m.id, m.name, pb.NodeType.Name(m.type), list(m.data_deps), list(m.ctrl_deps),
                     m.duration_micros, {a.name: _attr_value(a) for a in m.attr}) for m in msgs]
     return {"version": meta.version, **{a.name: _attr_value(a) for a in meta.attr}}, nodes
+
+
+def remove_ranks_past(folder: Path, prefix: str, ranks: int) -> None:
+    """Delete `<prefix>.<r>.et` for r >= ranks: left by an earlier, larger run into the same
+    folder, they would be read as part of this workload (which its comm_groups.json does not know)."""
+    for stale in folder.glob(f"{glob.escape(prefix)}.*.et"):
+        rank = stale.name[len(prefix) + 1:-3]
+        if rank.isascii() and rank.isdigit() and int(rank) >= ranks:
+            stale.unlink()

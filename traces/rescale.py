@@ -34,8 +34,9 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError
 from . import validate as v
-from .chakra_io import COMM_TYPES, _attr_value, _framed, read_pb_trace
+from .chakra_io import COMM_TYPES, _attr_value, _framed, read_pb_trace, remove_ranks_past
 from .convert import tensor_records
+from .synthesis import PLAN_MAX
 
 RESIZED = {COMM_TYPES["ALL_GATHER"], COMM_TYPES["REDUCE_SCATTER"]}
 KEPT = {COMM_TYPES["ALL_REDUCE"], COMM_TYPES["BROADCAST"], COMM_TYPES["REDUCE"], COMM_TYPES["BARRIER"]}
@@ -81,8 +82,9 @@ def _new_members(kind: str, size: int, rank: int, ranks: int) -> list[int]:
 
 def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
     """Write `trace.<r>.et` for r < ranks and `comm_groups.json` into `out`; returns a report."""
-    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= 1 << 24:
-        raise RescaleError(f"rescale: ranks must be an integer in 1..2^24 (got {ranks!r})", "ranks")
+    # One file per rank: past the largest world a synthesis writes, a typo fills the disk.
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= PLAN_MAX["world"]:
+        raise RescaleError(f"rescale: ranks must be an integer in 1..{PLAN_MAX['world']} (got {ranks!r})", "ranks")
     folder = Path(et_dir) if Path(et_dir).is_dir() else Path(et_dir).parent
     if Path(out).resolve() == folder.resolve():
         raise RescaleError(f"rescale: --out {out} is the input folder; its comm_groups.json would be overwritten "
@@ -163,6 +165,7 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
                     changed.append({"node": node.id, "from": old, "to": attrs["comm_size"].int64_val})
             body.append(_framed(node))
         (out / f"trace.{r}.et").write_bytes(b"".join(body))
+    remove_ranks_past(out, "trace", ranks)
     (out / "comm_groups.json").write_text(json.dumps(new_groups, indent=1))
     report = {"from_ranks": n, "to_ranks": ranks, "source": str(Path(et_dir).resolve()),
               "groups": {g: {"shape": kind, "members": groups.get(g)} for g, (kind, _) in shapes.items()},

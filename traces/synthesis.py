@@ -30,7 +30,6 @@ workload layer expects. Compute durations come from a roofline of the named GPU.
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import random
@@ -41,7 +40,7 @@ from typing import Any
 
 from ..errors import ConfigError, load_json
 from ..specs import plain
-from .chakra_io import COMM_TYPES, EtNode, comm_type_name, encode_trace
+from .chakra_io import COMM_TYPES, EtNode, comm_type_name, encode_trace, remove_ranks_past
 from .models import ModelSpec
 
 BYTES_PER_PARAM = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
@@ -154,6 +153,10 @@ class Plan:
                 raise ConfigError("give either routing or imbalance, not both", "routing")
         if not 0.0 <= self.imbalance < 1.0:
             raise ConfigError(f"imbalance must be in [0, 1), got {self.imbalance}", "imbalance")
+        for name in ("imbalance", "routing"):  # they shape expert-parallel all-to-alls; with ep = 1 there are none
+            if getattr(self, name) not in (0.0, None) and self.ep == 1:
+                raise ConfigError(f"{name} shapes the expert-parallel all-to-alls, but ep = 1 has none; "
+                                  "expected ep > 1 on a mixture-of-experts model", name)
 
     @property
     def dp(self) -> int:
@@ -406,6 +409,8 @@ def read_routing(path: str | Path) -> list[list[int]]:
     """An EP routing matrix from JSON: a list of rows, or {"routing": [...]}."""
     path = Path(path)
     data = load_json(path, "routing")
+    if isinstance(data, dict) and (extra := sorted(set(data) - {"routing"})):  # a misplaced key, not one to skip
+        raise ConfigError(f"{path}: unknown key {extra[0]!r}; expected only \"routing\"", extra[0])
     rows = data.get("routing") if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise ConfigError(f"{path}: expected a list of rows of token counts (or {{\"routing\": [...]}})", "routing")
@@ -430,6 +435,11 @@ def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synth
     plan.check_model(model)
     nbytes = BYTES_PER_PARAM[plan.precision]
     us = units(model, plan)
+    heaviest = max(us, key=lambda u: u.forward_flops)
+    if 2 * heaviest.forward_flops >= 2**63:  # a backward's num_ops, an int64 in the trace
+        raise ConfigError(f"seq x micro_batch = {plan.seq} x {plan.micro_batch} tokens give {heaviest.name} of "
+                          f"`{model.name}` {2 * heaviest.forward_flops:.3g} FLOPs in backward, past the traces' int64 "
+                          "num_ops; expected fewer tokens per micro-batch", "seq")
     fwd_time = [roofline_micros(u.forward_flops, u.forward_bytes, plan) for u in us]
     groups = Groups(plan)
     tokens = plan.seq * plan.micro_batch
@@ -623,16 +633,24 @@ def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synth
     built: dict[tuple, tuple[tuple, list[EtNode]]] = {}
     regrouped: dict[tuple[int, str], EtNode] = {}
     graphs = []
+    shared = plan.pp == 1 and share_graphs  # with pp, send/recv peers differ per rank
+
+    def graph_class(r: int, numbering: Groups) -> tuple:
+        return (r % plan.stage_stride // plan.tp % plan.ep, numbering.ep(r) if plan.imbalance else None)
+
+    # Rank 0's graph first, as the loop below would build it (groups are numbered as first used).
+    first = (groups.dp(0), groups.tp(0), groups.ep(0), groups.edp(0)), rank_graph(0)
+    counting = Groups(plan)  # numbers groups of its own, so the traces' numbering stays as it was
+    distinct = len({graph_class(r, counting) for r in range(plan.world)}) if shared else plan.world
+    _check_memory(model, plan, first, distinct, shared)
     for r in range(plan.world):
         mine = (groups.dp(r), groups.tp(r), groups.ep(r), groups.edp(r))
-        if plan.pp > 1 or not share_graphs:  # with pp, send/recv peers differ per rank
-            graphs.append(rank_graph(r))
+        if not shared:
+            graphs.append(first[1] if r == 0 else rank_graph(r))
             continue
-        slot = r % plan.stage_stride // plan.tp % plan.ep
-        key = (slot, mine[2] if plan.imbalance else None)
-        if key not in built:
-            built[key] = (mine, rank_graph(r))
-        template_groups, template = built[key]
+        if (cls := graph_class(r, groups)) not in built:
+            built[cls] = first if r == 0 else (mine, rank_graph(r))
+        template_groups, template = built[cls]
         if template_groups == mine:
             graphs.append(template)
         else:
@@ -643,6 +661,40 @@ def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synth
     g = plan.gpus_per_server
     placement = [servers[r // g] * g + r % g for r in range(plan.world)]
     return Synthesis(model, plan, graphs, groups.ranks, placement)
+
+
+# Measured: ~1 KB per node held (an EtNode, its lists and attributes); 8 B per reference from a rank's graph.
+NODE_BYTES, REF_BYTES = 1100, 8
+
+
+def memory_budget() -> int:
+    """Bytes a synthesis may hold: most of the memory this machine has free."""
+    import psutil
+
+    return int(psutil.virtual_memory().available * 0.8)
+
+
+def memory_estimate(plan: Plan, first: tuple[tuple, list[EtNode]], distinct: int, shared: bool) -> int:
+    """Bytes the traces will hold: `distinct` graphs of about rank 0's size (`first`: its
+    dp, tp, ep, edp group ids and graph), with shared graphs a renamed copy of each
+    communication node per group of its kind among the ranks of its class, and a reference
+    per node per rank."""
+    (dp, tp, ep, edp), graph = first
+    groups_of = {dp: plan.tp * plan.pp, tp: plan.world // plan.tp, ep: plan.world // plan.ep, edp: plan.pp * plan.ep}
+    per_class = -(-plan.world // distinct)
+    copies = distinct * sum(min(groups_of.get(n.attrs.get("pg_name"), 1), per_class)
+                            for n in graph if shared and n.type == "COMM_COLL_NODE")
+    return NODE_BYTES * (distinct * len(graph) + copies) + REF_BYTES * plan.world * len(graph)
+
+
+def _check_memory(model: ModelSpec, plan: Plan, first: tuple[tuple, list[EtNode]], distinct: int, shared: bool) -> None:
+    """Refuse a plan whose traces would not fit in memory before building them (a skewed
+    DeepSeek-V3 on 8192 ranks, or 4096 pipeline micro-batches, ran for minutes into a MemoryError)."""
+    need, budget = memory_estimate(plan, first, distinct, shared), memory_budget()
+    if need > budget:
+        raise ConfigError(f"`{model.name}` on {plan.world} ranks: {distinct} distinct rank graphs of ~{len(first[1])} nodes "
+                          f"need ~{need / 2**30:.1f} GiB, past the {budget / 2**30:.1f} GiB free for synthesis; "
+                          "expected fewer ranks or micro-batches (or, with imbalance, fewer expert-parallel groups)", "world")
 
 
 def _regroup(n: EtNode, ids: dict[str | None, str | None], memo: dict[tuple[int, str], EtNode]) -> EtNode:
@@ -670,12 +722,7 @@ def write(s: Synthesis, out_dir: str | Path, prefix: str | None = None) -> dict[
         if id(graph) not in encoded:
             encoded[id(graph)] = encode_trace(graph, meta, nodes)
         (out / f"{prefix}.{rank}.et").write_bytes(encoded[id(graph)])
-    # Ranks past this world, left by an earlier, larger synthesis into the same folder, would
-    # be read as part of this workload (and its new comm_groups.json does not know them).
-    for stale in out.glob(f"{glob.escape(prefix)}.*.et"):
-        rank = stale.name[len(prefix) + 1:-3]
-        if rank.isascii() and rank.isdigit() and int(rank) >= len(s.graphs):
-            stale.unlink()
+    remove_ranks_past(out, prefix, len(s.graphs))
     (out / "comm_groups.json").write_text(json.dumps(s.comm_groups()))
     (out / "placement.json").write_text(json.dumps({"rank_to_host": s.placement}))
     summary = s.summary()
