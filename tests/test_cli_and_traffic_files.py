@@ -54,6 +54,10 @@ def test_compare_writes_table_chart_and_matches_the_api(tmp_path):
     summary = pd.read_csv(out / "summary.csv")
     mean_ecmp = runs[runs.scheme == "ecmp"].cct_increase_pct.mean()
     assert abs(summary.set_index("scheme").loc["ecmp", "cct_increase_pct"] - mean_ecmp) < 1e-9
+    # The printed table carries the same numbers whole when output is not a terminal (it was
+    # cut to 80 columns: "2002.…").
+    for row in summary.itertuples():
+        assert f" {row.cct_us:.2f} " in res.output and f" {row.cct_increase_pct:.2f} % " in res.output
 
 
 def test_run_writes_per_flow_results(tmp_path):

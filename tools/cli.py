@@ -66,7 +66,10 @@ trace = typer.Typer(help="Chakra execution traces: capture real PyTorch runs, co
 app.add_typer(trace, name="trace")
 astra = typer.Typer(help="ASTRA-sim interop: export a run for a real ASTRA-sim, run one, parse its output.", no_args_is_help=True)
 app.add_typer(astra, name="astra")
-console = Console()
+# Piped into a file or a CI log, rich would cut tables to 80 columns ("2002.…"): print them
+# whole there, unless COLUMNS says otherwise.
+_PIPE_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+console = Console(width=_PIPE_WIDTH)
 err_console = Console(stderr=True)
 
 Topology = Annotated[str, typer.Option(help="fat-tree:k=8 | leaf-spine:leaves=8,spines=4[,links_per_pair=1][,oversubscription=1 | ,hosts_per_leaf=H]")]
