@@ -75,6 +75,15 @@ def canonical_algorithm(name: str, where: str) -> str:
     return base
 
 
+def check_direct_window(name: Any, ranks: int, where: str, field: str) -> None:
+    """ASTRA-sim's `direct<N>` / `oneDirect<N>` keep at most N peers in flight; we model every
+    peer at once, which is the same schedule only when N covers the ranks' other members."""
+    m = re.fullmatch(r"(?:one)?[dD]irect([0-9]+)", name) if isinstance(name, str) else None
+    if m and int(m.group(1)) < ranks - 1:
+        raise ConfigError(f"{where} = {name!r}: a window of {int(m.group(1))} peers in flight is not modelled; expected "
+                          f"direct (every peer at once), or a window of at least {ranks - 1} for {ranks} ranks", field)
+
+
 @dataclass
 class SystemConfig:
     """An ASTRA-sim system JSON, checked. `raw` keeps the file's keys for writing it back."""
@@ -91,6 +100,9 @@ class SystemConfig:
 
     def for_engine(self, dims: list[int], astra_blocks: bool) -> dict[str, Any]:
         """The normalized config the Rust system layer takes."""
+        for key in IMPLEMENTATION_KEYS:
+            for dim, (name, npus) in enumerate(zip(self[key], dims)):
+                check_direct_window(name, npus, f"{self.path}: {key}[{dim}]", key)
         return {
             "scheduling_policy": self["scheduling-policy"].lower(),
             "endpoint_delay_ps": round(float(self["endpoint-delay"]) * 1000),

@@ -7,6 +7,7 @@ microbenchmarks. Run a workload with `tracefabric.iteration.simulate`."""
 from typing import Any
 
 from .. import _core
+from ..astra_configs.formats import check_direct_window
 from ..errors import from_system
 
 
@@ -15,6 +16,8 @@ def collective_flows(algorithm: str, kind: str, ranks: int, size: int, exact_blo
     (either name: `double_binary_tree` or ASTRA-sim's `doubleBinaryTree`): per transfer its
     src, dst, bytes, whether it reduces on arrival and the transfers it waits for ("after").
     Bad input raises ConfigError naming the argument."""
+    if isinstance(ranks, int):
+        check_direct_window(algorithm, ranks, "algorithm", "algorithm")
     try:
         flows = _core.collective_flows(algorithm, kind, ranks, size, exact_blocks)
     except _core.SystemError as e:

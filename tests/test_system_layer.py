@@ -348,6 +348,16 @@ def test_astra_sim_algorithm_names_read_the_same_everywhere(tmp_path):
     assert walls["direct"] == walls["direct8"] == walls["oneDirect4"] == 2 * net4_message_ns(2**20 // 4)
     assert walls["ring"] == walls["oneRing"] == 6 * net4_message_ns(2**20 // 4)
     assert collective_flows("direct8", "all_to_all", 4, 64) == collective_flows("direct", "all_to_all", 4, 64)
+    # A window below the peers (direct2 on 4 NPUs: 2 of 3 in flight) ran as plain direct: refused.
+    for name in ("direct2", "oneDirect0"):
+        with pytest.raises(ConfigError, match=rf"all-reduce-implementation\[0\] = '{name}': a window of {name[-1]} peers in "
+                                              r"flight is not modelled; expected direct \(every peer at once\), or a window "
+                                              r"of at least 3 for 4 ranks") as e:
+            simulate(wl, {**BARE_SYSTEM, "all-reduce-implementation": [name]}, NET4)
+        assert e.value.field == "all-reduce-implementation"
+    with pytest.raises(ConfigError, match=r"^algorithm = 'direct2': a window of 2 peers"):
+        collective_flows("direct2", "all_to_all", 4, 64)
+    assert collective_flows("direct2", "all_to_all", 3, 64) == collective_flows("direct", "all_to_all", 3, 64)
     with pytest.raises(ConfigError, match=r"unknown collective algorithm 'ring8'; expected one of: ring, direct, "
                                           r"recursive_doubling, halving_doubling, double_binary_tree \(or ASTRA-sim's "
                                           r"oneRing, .*, direct<N>\)"):

@@ -240,7 +240,7 @@ def trace_synthesize(
     seq: Annotated[int, typer.Option(help="Sequence length.")] = 4096,
     micro_batch: Annotated[int, typer.Option(help="Sequences per rank per step.")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the random server placement and of EP routing skew.")] = 1,
-    tp: Annotated[int, typer.Option(help="Tensor-parallel degree (consecutive ranks, inside a server).")] = 1,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree (consecutive ranks: inside a server up to --gpus-per-server, across servers past it).")] = 1,
     ep: Annotated[int, typer.Option(help="Expert-parallel degree inside the data-parallel dimension (MoE models).")] = 1,
     imbalance: Annotated[float, typer.Option(help="EP routing skew: per-peer token shares vary by up to +-this fraction.")] = 0.0,
     pp: Annotated[int, typer.Option(help="Pipeline stages (1F1B schedule; stages are the slowest rank index).")] = 1,
