@@ -13,7 +13,7 @@ from typing import Any
 from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError, from_system
-from ..traces.chakra_io import EtNode, comm_kind, int_attr, int_value
+from ..traces.chakra_io import EtNode, comm_kind, int_attr, int_value, split_sum_problem
 from ..traces.validate import RankTrace, graph_problems, group_problem, load
 
 COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
@@ -133,10 +133,8 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 for attr, key in (("comm_split_sizes", "split_bytes"), ("comm_recv_split_sizes", "recv_split_bytes")):
                     if attr in a:
                         node[key] = _split_list(a[attr], attr, where)
-                # A rank's all-to-all sends its comm_size in all (convert.py's convention).
-                if "split_bytes" in node and sum(node["split_bytes"]) != size:
-                    raise ConfigError(f"{where}: comm_size = {size} but comm_split_sizes sum to {sum(node['split_bytes'])} "
-                                      "(expected the bytes this rank sends)", "comm_size")
+                if "split_bytes" in node and (bad := split_sum_problem(size, node["split_bytes"])):
+                    raise ConfigError(f"{where}: {bad}", "comm_size")
             elif n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
                 field = "comm_dst" if n.type == "COMM_SEND_NODE" else "comm_src"
                 for key in (field, "comm_size"):  # 0 bytes would be a guess, as for collectives

@@ -22,7 +22,7 @@ import pandas as pd
 from ..astra_configs.formats import AstraNetwork, RemoteMemory, SystemConfig, write_network, write_system
 from ..collectives.workload import Workload, check
 from ..errors import ConfigError, TracefabricError
-from ..specs import shown
+from ..specs import missing_ranks, shown
 from ..traces.chakra_io import COMM_TYPES, _framed, comm_kind, int_value, read_pb_trace
 from ..traces.validate import ValidationError, deadlock_problems
 from chakra.schema.protobuf import et_def_pb2 as pb
@@ -177,19 +177,6 @@ def _number(digits: str, source: str, line: int) -> int:
     return int(digits)
 
 
-def _missing(ranks: list[int], limit: int = 10) -> tuple[list[int], int]:
-    """The first `limit` numbers below max(ranks) that are not in `ranks`, and how many there are
-    in all, without listing them: one `sys[99999999999]` line made a set of 10^11 ranks."""
-    first: list[int] = []
-    total = expected = 0
-    for r in sorted(ranks):
-        if r > expected:
-            first.extend(range(expected, min(r, expected + max(0, limit - len(first)))))
-            total += r - expected
-        expected = r + 1
-    return first, total
-
-
 def parse_output(text: str, source: str = "ASTRA-sim output") -> pd.DataFrame:
     """Per-rank results from what ASTRA-sim printed: `sys[r] finished, T cycles, exposed
     communication E cycles` and the statistics lines (Wall/Comm/GPU/CPU time, overlap).
@@ -220,10 +207,8 @@ def parse_output(text: str, source: str = "ASTRA-sim output") -> pd.DataFrame:
         rows.setdefault(rank, {"rank": rank}).update(values)
     if not rows:
         raise AstraSimError(f"{source}: no `sys[r] finished, T cycles` lines found")
-    missing, count = _missing(list(rows))
-    if missing:
-        more = f" and {count - len(missing):,} more" if count > len(missing) else ""
-        raise AstraSimError(f"{source}: ranks {missing}{more} never reported `finished`")
+    if missing := missing_ranks(rows):
+        raise AstraSimError(f"{source}: ranks {missing} never reported `finished`")
     df = pd.DataFrame([rows[r] for r in sorted(rows)])
     if "finished_ns" not in df or df["finished_ns"].isna().any():
         bad = df.loc[df.get("finished_ns", pd.Series([None] * len(df))).isna(), "rank"].tolist()

@@ -346,3 +346,13 @@ def test_a_negative_memory_access_is_named_by_node(tmp_path):
     assert e.value.field == "tensor_size"
     traces, groups = v.load(tmp_path / "m")
     assert [p.split(": ", 1)[1] for p in v.problems(traces, groups)] == ["node 0 (load): tensor_size = -50: expected bytes >= 0"]
+
+
+def test_a_rank_numbered_far_past_the_others_is_named_without_listing_every_gap(tmp_path):
+    # `t.99999999999.et` beside `t.0.et` built a set of 10^11 ranks and hung (as `astra parse` did).
+    for r in (0, 99_999_999_999):
+        write_trace(tmp_path / f"t.{r}.et", [EtNode(0, "c", "COMP_NODE")])
+    with pytest.raises(ConfigError, match=r"t: ranks \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\] and 99,999,999,988 more have no "
+                                          r"ET \(found 2 ranks, up to 99999999999\)$") as e:
+        v.load(tmp_path / "t")
+    assert e.value.field == "workload"

@@ -18,6 +18,20 @@ def shown(value: Any) -> str:
     return f"an integer of {len(text)} digits ({text[:6]}...)" if isinstance(value, int) and len(text) > 24 else text
 
 
+def missing_ranks(ranks: Any, shown_at_most: int = 10) -> str:
+    """The numbers below max(ranks) that `ranks` lacks, for a message ('' when none): the first
+    few and a count of the rest, without listing them (one rank numbered 10^11 made a set of
+    10^11 and hung)."""
+    first: list[int] = []
+    total = expected = 0
+    for r in sorted(ranks):
+        if r > expected:
+            first.extend(range(expected, min(r, expected + max(0, shown_at_most - len(first)))))
+            total += r - expected
+        expected = r + 1
+    return f"{first}{f' and {total - len(first):,} more' if total > len(first) else ''}" if total else ""
+
+
 def plain(value: Any) -> Any:
     """`value` with numpy scalars and arrays as Python numbers and lists, in dicts and lists
     too: sweeps pass `np.arange` values and DataFrame cells, and the engine reads JSON."""

@@ -50,6 +50,14 @@ def int_attr(attrs: dict[str, Any], key: str, where: str, default: int = 0) -> i
     return default if v is None else int_value(v, key, where)
 
 
+def split_sum_problem(comm_size: int, splits: list[int]) -> str | None:
+    """An all-to-all-v's comm_size is the bytes its rank sends: the sum of its comm_split_sizes
+    (convert.py writes it so). What is wrong, or None."""
+    if sum(splits) != comm_size:
+        return f"comm_size = {comm_size} but comm_split_sizes sum to {sum(splits)} (expected the bytes this rank sends)"
+    return None
+
+
 def comm_kind(value: Any) -> str | None:
     """Chakra's name of a `comm_type` value given as its number (an int or a string of
     digits) or as the name itself, or None when it names no CollectiveCommType."""

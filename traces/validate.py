@@ -20,7 +20,8 @@ from typing import Any
 from .. import _core
 from ..astra_configs.formats import read_comm_groups
 from ..errors import ConfigError
-from .chakra_io import SCHEMA_VERSION, EtNode, comm_kind, int_attr, int_value, read_trace
+from ..specs import missing_ranks
+from .chakra_io import SCHEMA_VERSION, EtNode, comm_kind, int_attr, int_value, read_trace, split_sum_problem
 
 SUPPORTED_VERSIONS = (SCHEMA_VERSION,)
 COMM_NODES = ("COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE")
@@ -70,9 +71,8 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
     if not found:
         named = "<prefix>.<rank>.et" if prefix is None else f"{prefix}.<rank>.et"
         raise ConfigError(f"{where}: no Chakra ETs named {named} in {folder}", "workload")
-    missing = sorted(set(range(max(found) + 1)) - set(found))
-    if missing:
-        raise ConfigError(f"{where}: ranks {missing} have no ET (found ranks {sorted(found)})", "workload")
+    if missing := missing_ranks(found):
+        raise ConfigError(f"{where}: ranks {missing} have no ET (found {len(found)} ranks, up to {max(found)})", "workload")
     traces = []
     for r in sorted(found):
         meta, nodes = read_trace(found[r])
@@ -285,11 +285,10 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
                 if not isinstance(value, int) or value < 0:
                     what = "bytes" if key == "comm_size" else "a rank"
                     out.append(f"{where}: node {n.id} ({n.name}): {key} = {value!r}: expected {what} >= 0")
-            sends = _splits(n, "comm_split_sizes")
-            if (isinstance(sends, list) and all(isinstance(x, int) for x in sends)
-                    and isinstance(_int(n, "comm_size"), int) and sum(sends) != _int(n, "comm_size")):
-                out.append(f"{where}: node {n.id} ({n.name}): comm_size = {_int(n, 'comm_size')} but comm_split_sizes "
-                           f"sum to {sum(sends)} (expected the bytes this rank sends)")
+            sends, size = _splits(n, "comm_split_sizes"), _int(n, "comm_size")
+            if (isinstance(sends, list) and all(isinstance(x, int) for x in sends) and isinstance(size, int)
+                    and (bad := split_sum_problem(size, sends))):
+                out.append(f"{where}: node {n.id} ({n.name}): {bad}")
             pg = n.attrs.get("pg_name")
             if n.type == "COMM_COLL_NODE" and (bad := group_problem(pg, groups)):
                 out.append(f"{where}: node {n.id} ({n.name}): {bad}")
