@@ -749,6 +749,21 @@ def test_the_packet_backend_completes_empty_transfers_at_their_start(tmp_path):
     assert r.ranks["wall_ns"].tolist() == [5000, 8000]
 
 
+def test_a_send_to_the_own_rank_is_a_local_copy_on_every_backend(tmp_path):
+    # Rank 0 computes 5 us, sends 1 MB to itself, and computes 3 us once the receive is
+    # done: the copy crosses no network, so every backend ends rank 0 at 8 us. The packet
+    # engine used to refuse the run ("a host cannot send to itself").
+    send = EtNode(1, "send", "COMM_SEND_NODE", data_deps=[0], attrs={"comm_dst": 0, "comm_size": 10**6, "comm_tag": 4})
+    recv = EtNode(2, "recv", "COMM_RECV_NODE", attrs={"comm_src": 0, "comm_size": 10**6, "comm_tag": 4})
+    wl = _write_ranks(tmp_path / "w", [[_comp(0, 5), send, recv, _comp(3, 3, [2])], [_comp(0, 1)]])
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 2}}
+    net2 = {**NET4, "npus_count": [2]}
+    for backend, net in [("analytical:astra-unaware", net2), ("analytical:astra-aware", net2),
+                         ("analytical:flow", fabric), ("packet", fabric)]:
+        r = simulate(wl, BARE_SYSTEM, net, backend=backend)
+        assert r.ranks["wall_ns"].tolist() == [8000, 1000], backend
+
+
 def test_a_flow_the_packet_engine_refuses_is_named_by_its_et_node(tmp_path):
     # 2^40 B cannot cross a 100 Gbps NIC within limits.max_time_ms (1 s): the error names the
     # rank's trace and node, not the engine's internal flow index.

@@ -3,7 +3,9 @@
 //! see them all), then starts each one when its dependencies allow.
 //!
 //! A transfer of 0 bytes (a collective's empty share, e.g. an all-gather of 2 B on 4
-//! ranks) sends no packet: it is not declared to the engine and completes at its start.
+//! ranks) or to the sender itself (a send to its own rank: a local copy, which the
+//! analytical backends also run in no time) sends no packet: it is not declared to the
+//! engine and completes at its start.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -12,8 +14,13 @@ use crate::sim::Simulation;
 use crate::units::Time;
 use tracefabric_netapi::{FlowRequest, Network, Ps};
 
-/// `engine_flow` entry of a request that carries no bytes.
+/// `engine_flow` entry of a request that puts no bytes on the network.
 const EMPTY: u32 = u32::MAX;
+
+/// Whether a request puts bytes on the network (see the module's note).
+fn on_network(f: &FlowRequest) -> bool {
+    f.bytes > 0 && f.src != f.dst
+}
 
 /// A simulation driven by a system layer.
 pub struct DrivenPacket {
@@ -22,7 +29,7 @@ pub struct DrivenPacket {
     engine_flow: Vec<u32>,
     /// Engine flow index -> request id.
     request_id: Vec<u64>,
-    /// Started empty transfers: (completion time, request id).
+    /// Started transfers that put no bytes on the network: (completion time, request id).
     empty_done: BinaryHeap<Reverse<(Ps, u64)>>,
 }
 
@@ -30,7 +37,7 @@ impl DrivenPacket {
     /// The requests whose bytes the engine must carry, in id order: declare exactly these
     /// in the config's flow list (their position is their engine flow index).
     pub fn declared(requests: &[FlowRequest]) -> Vec<FlowRequest> {
-        requests.iter().filter(|f| f.bytes > 0).copied().collect()
+        requests.iter().filter(|f| on_network(f)).copied().collect()
     }
 
     /// `requests` is every flow of the run in id order (ids 0..n); `sim` was built from
@@ -46,7 +53,7 @@ impl DrivenPacket {
                     r.id
                 ));
             }
-            if r.bytes == 0 {
+            if !on_network(r) {
                 engine_flow.push(EMPTY);
             } else {
                 engine_flow.push(request_id.len() as u32);
@@ -57,7 +64,7 @@ impl DrivenPacket {
         let n = request_id.len() as u32;
         if sim.flow_spec(n).is_some() || (n > 0 && sim.flow_spec(n - 1).is_none()) {
             return Err(format!(
-                "the engine declares other flows than the {} non-empty requests",
+                "the engine declares other flows than the {} requests it must carry",
                 request_id.len()
             ));
         }
@@ -87,7 +94,7 @@ impl Network for DrivenPacket {
             .ok()
             .and_then(|i| self.engine_flow.get(i).copied());
         match engine {
-            Some(EMPTY) if f.bytes == 0 => {
+            Some(EMPTY) if !on_network(&f) => {
                 self.empty_done.push(Reverse((at, f.id)));
                 Ok(())
             }
@@ -141,12 +148,13 @@ mod tests {
 
     #[test]
     fn empty_transfers_end_at_their_start_between_the_engine_completions() {
-        // Requests 0 and 2 carry bytes (engine flows 0 and 1); 1 and 3 are empty.
+        // Requests 0 and 2 cross the network (engine flows 0 and 1); 1 is empty and 3 is
+        // rank 3's send to itself.
         let requests = [
             request(0, 0, 5, 8192),
             request(1, 1, 6, 0),
             request(2, 2, 7, 4096),
-            request(3, 3, 4, 0),
+            request(3, 3, 3, 1 << 20),
         ];
         let declared = DrivenPacket::declared(&requests);
         assert_eq!(declared.iter().map(|f| f.id).collect::<Vec<_>>(), [0, 2]);
@@ -183,7 +191,7 @@ mod tests {
         let two = [request(0, 0, 5, 8192), request(1, 1, 5, 10)];
         let e = DrivenPacket::new(sim(), &two).err().unwrap();
         assert!(
-            e.contains("other flows than the 2 non-empty requests"),
+            e.contains("other flows than the 2 requests it must carry"),
             "{e}"
         );
         let mut net =
