@@ -504,6 +504,14 @@ def test_a_bad_comm_groups_file_is_named_with_its_group(tmp_path):
     for read in (lambda: simulate(wl, BARE_SYSTEM, NET4, comm_groups=apart), lambda: validate.load(wl.parent, apart)):
         with pytest.raises(ConfigError, match=want):
             read()
+    # A group named 'world' that is not every rank would share its name in results with the world.
+    apart.write_text(json.dumps({"world": [0, 1]}))
+    want = rf"{apart}: group 'world' lists 2 of the 4 ranks; results call the group of every rank 'world'"
+    for read in (lambda: simulate(wl, BARE_SYSTEM, NET4, comm_groups=apart), lambda: validate.load(wl.parent, apart)):
+        with pytest.raises(ConfigError, match=want):
+            read()
+    apart.write_text(json.dumps({"1": [0, 1, 2, 3], "world": [3, 2, 1, 0]}))
+    assert simulate(wl, BARE_SYSTEM, NET4, comm_groups=apart).collectives["group_name"].tolist() == ["1"]
     # The same beside the ETs (a rank's ET deleted): `trace validate` refuses it as `run` does.
     groups.write_text(json.dumps({"1": [0, 1, 2, 3]}))
     (wl.parent / "t.3.et").unlink()
@@ -948,6 +956,13 @@ def test_a_folder_with_two_workloads_or_two_files_per_rank_is_refused(tmp_path):
     write_trace(tmp_path / "b.01.et", [_comp(0, 5)])
     with pytest.raises(ConfigError, match=r"b\.01\.et and b\.1\.et are both rank 1|b\.1\.et and b\.01\.et are both rank 1"):
         v.load(tmp_path / "b")
+    # A file of the workload whose rank is no number used to be left out silently.
+    (tmp_path / "b.01.et").unlink()
+    write_trace(tmp_path / "b.-1.et", [_comp(0, 5)])
+    for where in (tmp_path / "b", tmp_path):
+        with pytest.raises(ConfigError, match=r"b\.-1\.et: not named <prefix>\.<rank>\.et with a rank 0, 1, \.\.\.$"):
+            v.load(where)
+    assert len(v.load(tmp_path / "a")[0]) == 2  # another prefix's stray file is not this workload's
 
 
 def test_validate_counts_every_rank_in_the_world_and_reads_pg_name_0_as_it(tmp_path):

@@ -58,7 +58,11 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
     by_prefix: dict[str, dict[int, Path]] = defaultdict(dict)
     for p in sorted(folder.glob("*.et")):
         m = re.fullmatch(r"(.+)\.([0-9]+)\.et", p.name)
-        if m and (prefix is None or m.group(1) == prefix):
+        if not m:
+            if prefix is None or p.name.startswith(prefix + "."):  # t.-1.et, t.x.et: not silently left out
+                raise ConfigError(f"{p}: not named <prefix>.<rank>.et with a rank 0, 1, ...", "workload")
+            continue
+        if prefix is None or m.group(1) == prefix:
             ranks = by_prefix[m.group(1)]
             r = int(m.group(2))
             if r in ranks:  # t.3.et and t.03.et: which one is rank 3?
@@ -84,6 +88,9 @@ def load(where: str | Path, comm_groups: str | Path | None = None) -> tuple[list
         if bad:
             raise ConfigError(f"{groups_file}: group {name!r} lists ranks {bad}, but the workload has "
                               f"{len(traces)} ranks (0..{len(traces) - 1})", name)
+        if name == "world" and sorted(ranks) != list(range(len(traces))):  # results name every rank's group so
+            raise ConfigError(f"{groups_file}: group 'world' lists {len(ranks)} of the {len(traces)} ranks; results "
+                              "call the group of every rank 'world': rename the group", name)
     return traces, groups
 
 
