@@ -14,7 +14,7 @@ from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError, from_system
 from ..traces.chakra_io import EtNode, comm_kind, int_attr, int_value, split_sum_problem
-from ..traces.validate import RankTrace, graph_problems, group_problem, load
+from ..traces.validate import COUNT_UNITS, RankTrace, graph_problems, group_problem, load
 
 COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
                "ALL_TO_ALL": "all_to_all", "BROADCAST": "broadcast"}
@@ -66,6 +66,9 @@ def _memory_ps(memory: RemoteMemory, size: int, where: str) -> int:
 def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
     a = node.attrs
     num_ops, tensor = int_attr(a, "num_ops", where), int_attr(a, "tensor_size", where)
+    for key, value in (("num_ops", num_ops), ("tensor_size", tensor)):
+        if value < 0:  # refused with the roofline off too, as `trace validate` and `astra export` do
+            raise ConfigError(f"{where}: {key} = {value}: expected {COUNT_UNITS[key]} >= 0", key)
     if cfg.roofline and not a.get("is_cpu_op", False) and num_ops > 0 and tensor > 0:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)

@@ -356,3 +356,22 @@ def test_a_rank_numbered_far_past_the_others_is_named_without_listing_every_gap(
                                           r"ET \(found 2 ranks, up to 99999999999\)$") as e:
         v.load(tmp_path / "t")
     assert e.value.field == "workload"
+
+
+@pytest.mark.parametrize("attrs,key", [({"num_ops": -7, "tensor_size": 64}, "num_ops"),
+                                       ({"num_ops": 7, "tensor_size": -5}, "tensor_size")])
+def test_a_negative_roofline_count_is_refused_with_the_roofline_off_too(tmp_path, attrs, key):
+    # With the roofline off the values go unused, so `run` and `trace validate` passed them while
+    # `astra export` refused them (ASTRA-sim reads tensor_size as uint64).
+    comp = EtNode(0, "mm", "COMP_NODE", duration_micros=3, attrs=attrs)
+    _write_ranks(tmp_path / "c", [[comp], [EtNode(0, "mm", "COMP_NODE", duration_micros=1)]])
+    unit = {"num_ops": "operations", "tensor_size": "bytes"}[key]
+    with pytest.raises(ConfigError, match=rf"t\.0\.et: node 0 \('mm'\): {key} = {attrs[key]}: expected {unit} >= 0$") as e:
+        run_iteration(tmp_path / "c", SYSTEM, {**NET4, "npus_count": [2]})
+    assert e.value.field == key
+    traces, groups = v.load(tmp_path / "c")
+    assert [p.split(": ", 1)[1] for p in v.problems(traces, groups)] == [f"node 0 (mm): {key} = {attrs[key]}: expected {unit} >= 0"]
+    # Zero is a count, and an iteration of the compute alone: 3 us.
+    comp.attrs[key] = 0
+    _write_ranks(tmp_path / "zero", [[comp], [EtNode(0, "mm", "COMP_NODE", duration_micros=1)]])
+    assert run_iteration(tmp_path / "zero", SYSTEM, {**NET4, "npus_count": [2]}).iteration_ns == 3000

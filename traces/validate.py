@@ -263,6 +263,10 @@ def graph_problems(nodes: list[EtNode]) -> list[tuple[str, str]]:
     return out
 
 
+# What a node's count attributes count: `run` and `trace validate` refuse them below 0.
+COUNT_UNITS = {"num_ops": "operations", "tensor_size": "bytes"}
+
+
 def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
     out = []
     where = f"rank {t.rank} ({t.path})"
@@ -274,8 +278,11 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
         if n.type == "COMP_NODE" and n.duration_micros * 1_000_000 >= _core.CLOCK_LIMIT_PS:  # as `run` reads it
             out.append(f"{where}: node {n.id} ({n.name}): duration_micros = {n.duration_micros} is past the simulators' "
                        "picosecond clock (2^62 ps, 53 days)")
-        if n.type in ("MEM_LOAD_NODE", "MEM_STORE_NODE") and isinstance(size := _int(n, "tensor_size", 0), int) and size < 0:
-            out.append(f"{where}: node {n.id} ({n.name}): tensor_size = {size}: expected bytes >= 0")
+        # The roofline's inputs (and a memory node's bytes), as `run` reads them: none is negative.
+        counts = ("num_ops", "tensor_size") if n.type == "COMP_NODE" else ("tensor_size",)
+        for key in counts if n.type in ("COMP_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE") else ():
+            if isinstance(value := _int(n, key, 0), int) and value < 0:
+                out.append(f"{where}: node {n.id} ({n.name}): {key} = {value}: expected {COUNT_UNITS[key]} >= 0")
         if n.type in COMM_NODES:
             need = {"COMM_COLL_NODE": ("comm_type", "comm_size"), "COMM_SEND_NODE": ("comm_dst", "comm_size"),
                     "COMM_RECV_NODE": ("comm_src", "comm_size")}[n.type]
