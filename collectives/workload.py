@@ -63,13 +63,19 @@ def _memory_ps(memory: RemoteMemory, size: int, where: str) -> int:
     return round(ps)
 
 
+def is_cpu_op(node: EtNode) -> bool:
+    """Whether a compute node runs on the CPU: it then skips the roofline and runs beside the
+    GPU's nodes (ASTRA-sim's rule; absent means the GPU, as its roofline reads it)."""
+    return bool(node.attrs.get("is_cpu_op", False))
+
+
 def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
     a = node.attrs
     num_ops, tensor = int_attr(a, "num_ops", where), int_attr(a, "tensor_size", where)
     for key, value in (("num_ops", num_ops), ("tensor_size", tensor)):
         if value < 0:  # refused with the roofline off too, as `trace validate` and `astra export` do
             raise ConfigError(f"{where}: {key} = {value}: expected {COUNT_UNITS[key]} >= 0", key)
-    if cfg.roofline and not a.get("is_cpu_op", False) and num_ops > 0 and tensor > 0:
+    if cfg.roofline and not is_cpu_op(node) and num_ops > 0 and tensor > 0:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
         ns = num_ops / perf * 1e9
@@ -106,7 +112,7 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
             node: dict[str, Any] = {"id": n.id, "deps": sorted({pos[d] for d in [*n.data_deps, *n.ctrl_deps]})}
             a = n.attrs
             if n.type == "COMP_NODE":
-                node.update(kind="compute", duration_ps=_compute_ps(n, cfg, where))
+                node.update(kind="compute", duration_ps=_compute_ps(n, cfg, where), cpu=is_cpu_op(n))
             elif n.type in ("MEM_LOAD_NODE", "MEM_STORE_NODE"):
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "

@@ -168,7 +168,8 @@ def _export(tmp_path, per_rank):
 
 
 @pytest.mark.parametrize("node,attr,value,expected", [
-    (EtNode(0, "k", "COMP_NODE", duration_micros=5, attrs={"tensor_size": -5}), "tensor_size", "-5", r"0\.\.2\^64-1 \(ASTRA-sim reads it as uint64\)"),
+    # On a collective, which `run` does not read it from (on compute and memory nodes `run` refuses it first).
+    (_coll(tensor_size=-5), "tensor_size", "-5", r"0\.\.2\^64-1 \(ASTRA-sim reads it as uint64\)"),
     (_coll(comm_priority=2**40), "comm_priority", "1099511627776", r"-2\^31\.\.2\^31-1 \(ASTRA-sim reads it as int32\)"),
     (_coll(tensor_loc=-1), "tensor_loc", "-1", r"0\.\.2\^32-1 \(ASTRA-sim reads it as uint32\)"),
     (_coll(is_cpu_op="yes"), "is_cpu_op", "'yes'", r"a bool \(true, false, 1 or 0\)"),

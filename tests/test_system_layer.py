@@ -757,6 +757,25 @@ def test_the_packet_backend_completes_empty_transfers_at_their_start(tmp_path):
     assert r.ranks["wall_ns"].tolist() == [5000, 8000]
 
 
+def test_cpu_and_gpu_compute_nodes_run_side_by_side(tmp_path):
+    # ASTRA-sim's HardwareResource has one slot for CPU ops (is_cpu_op) and one for GPU kernels:
+    # a GPU trace's CPU launch ops run ahead of its kernels. Rank 0: CPU 5 us and GPU 3 us, both
+    # ready at 0, then GPU 2 us after the CPU node -> wall 7 us, busy 0..7 us. Rank 1: the same
+    # on one unit (all CPU) runs one after the other: 5 + 3 + 2 = 10 us, also the iteration.
+    def comp(i, us, cpu, deps=()):
+        return EtNode(i, f"c{i}", "COMP_NODE", data_deps=list(deps), duration_micros=us, attrs={"is_cpu_op": cpu})
+    mixed = [comp(0, 5, True), comp(1, 3, False), comp(2, 2, False, [0])]
+    one_unit = [comp(0, 5, True), comp(1, 3, True), comp(2, 2, True, [0])]
+    # Without the attribute a node is a GPU kernel, as ASTRA-sim's roofline reads it.
+    absent = [comp(0, 5, True), _comp(1, 3), _comp(2, 2, [0])]
+    wl = _write_ranks(tmp_path / "w", [mixed, one_unit, absent, [_comp(0, 1)]])
+    r = simulate(wl, BARE_SYSTEM, NET4)
+    assert r.ranks["wall_ns"].tolist() == [7000, 10000, 7000, 1000]
+    # Compute time is the units' busy time, their union (not the nodes' sum, 10 us on rank 0).
+    assert r.ranks["compute_ns"].tolist() == [7000, 10000, 7000, 1000]
+    assert r.iteration_ns == 10000
+
+
 def test_a_send_to_the_own_rank_is_a_local_copy_on_every_backend(tmp_path):
     # Rank 0 computes 5 us, sends 1 MB to itself, and computes 3 us once the receive is
     # done: the copy crosses no network, so every backend ends rank 0 at 8 us. The packet

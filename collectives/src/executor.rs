@@ -15,7 +15,9 @@
 use crate::error::{SystemError, SystemResult};
 use crate::report::{CollectiveRecord, RankStats, SystemReport};
 use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, Policy, SystemConfig};
-use crate::workload::{check_and_match, group_label, Matched, NodeKind, WorkloadInput, NONE};
+use crate::workload::{
+    check_and_match, group_label, Matched, NodeInput, NodeKind, WorkloadInput, NONE,
+};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use tracefabric_netapi::{FlowRequest, Network, Ps, CLOCK_LIMIT_PS};
@@ -34,10 +36,13 @@ struct RankRt {
     succ: Vec<u32>,
     done: Vec<bool>,
     issued_at: Vec<Ps>,
-    /// Ready compute nodes, lowest index first.
-    compute_ready: BinaryHeap<Reverse<u32>>,
-    computing: bool,
+    /// Ready compute nodes per unit (`unit_of`), lowest index first.
+    compute_ready: [BinaryHeap<Reverse<u32>>; 2],
+    computing: [bool; 2],
+    /// Busy time of the compute units: their sum while one unit is used, else the union
+    /// of `compute_intervals` (kept only for a rank with nodes on both units).
     compute_ps: Ps,
+    compute_intervals: Option<Vec<(Ps, Ps)>>,
     comm_intervals: Vec<(Ps, Ps)>,
     wall: Ps,
     finished: usize,
@@ -301,9 +306,20 @@ fn rank_rt(r: &crate::workload::RankInput) -> RankRt {
         succ,
         done: vec![false; n],
         issued_at: vec![0; n],
-        compute_ready: BinaryHeap::new(),
-        computing: false,
+        compute_ready: [BinaryHeap::new(), BinaryHeap::new()],
+        computing: [false; 2],
         compute_ps: 0,
+        compute_intervals: {
+            let cpu = r
+                .nodes
+                .iter()
+                .filter(|nd| nd.kind == NodeKind::Compute && nd.cpu);
+            let gpu = r
+                .nodes
+                .iter()
+                .filter(|nd| nd.kind == NodeKind::Compute && !nd.cpu);
+            (cpu.count() > 0 && gpu.count() > 0).then(Vec::new)
+        },
         comm_intervals: Vec::new(),
         wall: 0,
         finished: 0,
@@ -409,11 +425,11 @@ impl Executor<'_> {
                         self.now = t;
                         match timer {
                             Timer::NodeDone(r, i) => {
-                                if self.w.ranks[r as usize].nodes[i as usize].kind
-                                    == NodeKind::Compute
-                                {
-                                    self.ranks[r as usize].computing = false;
-                                    self.start_compute(r);
+                                let node = &self.w.ranks[r as usize].nodes[i as usize];
+                                if node.kind == NodeKind::Compute {
+                                    let unit = unit_of(node);
+                                    self.ranks[r as usize].computing[unit] = false;
+                                    self.start_compute(r, unit);
                                 }
                                 self.node_done(r, i, t);
                             }
@@ -440,8 +456,9 @@ impl Executor<'_> {
         self.ranks[r as usize].issued_at[i as usize] = at;
         match node.kind {
             NodeKind::Compute => {
-                self.ranks[r as usize].compute_ready.push(Reverse(i));
-                self.start_compute(r);
+                let unit = unit_of(node);
+                self.ranks[r as usize].compute_ready[unit].push(Reverse(i));
+                self.start_compute(r, unit);
             }
             NodeKind::Memory => {
                 self.timer(at.saturating_add(node.duration_ps), Timer::NodeDone(r, i))
@@ -489,17 +506,21 @@ impl Executor<'_> {
         Ok(())
     }
 
-    fn start_compute(&mut self, r: u32) {
+    fn start_compute(&mut self, r: u32, unit: usize) {
         let rank = &mut self.ranks[r as usize];
-        if rank.computing {
+        if rank.computing[unit] {
             return;
         }
-        if let Some(Reverse(i)) = rank.compute_ready.pop() {
-            rank.computing = true;
+        if let Some(Reverse(i)) = rank.compute_ready[unit].pop() {
+            rank.computing[unit] = true;
             let d = self.w.ranks[r as usize].nodes[i as usize].duration_ps;
-            rank.compute_ps = rank.compute_ps.saturating_add(d);
             let at = self.now.max(rank.issued_at[i as usize]);
-            self.timer(at.saturating_add(d), Timer::NodeDone(r, i));
+            let end = at.saturating_add(d);
+            match rank.compute_intervals.as_mut() {
+                Some(v) => v.push((at, end)),
+                None => rank.compute_ps = rank.compute_ps.saturating_add(d),
+            }
+            self.timer(end, Timer::NodeDone(r, i));
         }
     }
 
@@ -825,12 +846,16 @@ impl Executor<'_> {
             .iter()
             .map(|rank| {
                 let comm = union_length(rank.comm_intervals.clone());
+                let compute = match &rank.compute_intervals {
+                    Some(v) => union_length(v.clone()),
+                    None => rank.compute_ps,
+                };
                 RankStats {
                     wall_ps: rank.wall,
-                    compute_ps: rank.compute_ps,
+                    compute_ps: compute,
                     comm_ps: comm,
-                    exposed_comm_ps: rank.wall.saturating_sub(rank.compute_ps),
-                    overlap_ps: (rank.compute_ps + comm).saturating_sub(rank.wall),
+                    exposed_comm_ps: rank.wall.saturating_sub(compute),
+                    overlap_ps: (compute + comm).saturating_sub(rank.wall),
                     nodes: rank.done.len() as u64,
                 }
             })
@@ -957,6 +982,12 @@ fn split(local: u64, len: u64, subgroups: usize) -> (u64, usize) {
 }
 
 /// Total length of the union of intervals.
+/// The compute unit a compute node runs on: 0 the GPU, 1 the CPU (`is_cpu_op`). Each runs
+/// one node at a time and the two run side by side, as in ASTRA-sim's HardwareResource.
+fn unit_of(node: &NodeInput) -> usize {
+    node.cpu as usize
+}
+
 fn union_length(mut v: Vec<(Ps, Ps)>) -> Ps {
     v.sort_unstable();
     let mut total = 0;

@@ -32,6 +32,9 @@ pub struct NodeInput {
     pub deps: Vec<u32>,
     #[serde(default)]
     pub duration_ps: u64,
+    /// Compute: runs on the CPU (Chakra's `is_cpu_op`), not the GPU.
+    #[serde(default)]
+    pub cpu: bool,
     #[serde(default)]
     pub collective: Option<CollectiveKind>,
     #[serde(default)]
