@@ -13,11 +13,9 @@ from typing import Any
 from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
 from ..errors import ConfigError, from_system
-from ..traces.chakra_io import EtNode, comm_kind, int_attr, int_value, split_sum_problem
+from ..traces.chakra_io import COLLECTIVES, EtNode, comm_kind, int_attr, int_value, split_sum_problem
 from ..traces.validate import COUNT_UNITS, RankTrace, graph_problems, group_problem, load
 
-COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
-               "ALL_TO_ALL": "all_to_all", "BROADCAST": "broadcast"}
 
 
 @dataclass

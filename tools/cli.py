@@ -339,7 +339,11 @@ def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
     et = convert(capture_dir, out)
     traces, groups = v.load(et)
     found = v.problems(traces, groups)
-    console.print(f"wrote {len(traces)} Chakra ETs to {et}: " + ("valid" if not found else f"{len(found)} problem(s), see `tracefabric trace validate {et}`"))
+    console.print(f"wrote {len(traces)} Chakra ETs to {et}: " + ("valid" if not found else f"{len(found)} problem(s):"))
+    for p in found:
+        console.print(f"[red]{p}[/red]")
+    if found:  # a script chaining capture -> run stops here, as after `trace validate`
+        raise typer.Exit(1)
 
 
 @trace.command("inspect", cls=_OneValueCommand)

@@ -21,6 +21,11 @@ SCHEMA_VERSION = "0.0.4"
 
 COMM_TYPES = {name: pb.CollectiveCommType.Value(name) for name in pb.CollectiveCommType.keys()}
 COMM_NAMES = {value: name for name, value in COMM_TYPES.items()}
+# The collectives `run` simulates (Chakra name -> the system layer's), which `trace validate` holds traces to.
+# A barrier runs as an all-reduce of its comm_size: it starts once every member has issued it (a
+# captured barrier has 0 bytes, so it ends then; NCCL's is a one-element all-reduce).
+COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
+               "ALL_TO_ALL": "all_to_all", "BROADCAST": "broadcast", "BARRIER": "all_reduce"}
 
 
 def comm_type_name(value: int) -> str:

@@ -44,8 +44,9 @@ from typing import Any
 from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError, load_json
+from ..specs import shown
 from .capture import GROUP_MARK
-from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace
+from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace, remove_ranks_past
 
 PREFIX = "trace"
 
@@ -108,6 +109,30 @@ def kineto_sync_dependencies(kineto: dict[str, Any]) -> dict[int, list[int]]:
     return deps
 
 
+def _rank_traces(rank: int, world: int, host: Path, kineto: Path) -> dict[str, Any]:
+    """Rank `rank`'s Kineto trace, once both raw files are checked to be that rank's of one run:
+    files swapped between ranks or taken from another capture converted without a word."""
+    traces = {}
+    for path, what, key in ((host, "a host (execution) trace", "nodes"), (kineto, "a Kineto trace", "traceEvents")):
+        t = load_json(path, "raw", what)
+        if not isinstance(t, dict) or not isinstance(t.get(key), list):
+            raise ConversionError(f"{path}: expected {what}: a JSON object with a list '{key}'", key)
+        traces[key] = t
+    kin = traces["traceEvents"]
+    info = kin.get("distributedInfo")
+    if isinstance(info, dict):  # Kineto names its rank when torch.distributed is up
+        for field, want in (("rank", rank), ("world_size", world)):
+            if field in info and info[field] != want:
+                raise ConversionError(f"{kineto}: field distributedInfo.{field} = {shown(info[field])}: expected {want} "
+                                      f"(rank {rank} of capture.json's world of {world})", field)
+    pid = traces["nodes"].get("pid")
+    pids = {e.get("pid") for e in kin["traceEvents"] if isinstance(e, dict) and e.get("cat") == "cpu_op"}
+    if pid is not None and pids and pid not in pids:
+        raise ConversionError(f"{host}: field 'pid' = {shown(pid)}: expected the process that wrote {kineto.name} "
+                              f"({', '.join(map(str, sorted(pids, key=str)))}): the two files are not from one run", "pid")
+    return kin
+
+
 def chakra_link(rank: int, host: Path, kineto: Path, out: Path) -> None:
     _provide_et_replay()
     from chakra.src.trace_link.trace_linker import TraceLinker
@@ -165,15 +190,37 @@ class Collective:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-def _groups_of(capture: dict[str, Any], kineto: dict[str, Any], records: list[Path] = ()) -> list[dict[str, Any]]:
+def _checked_groups(groups: Any, path: Path, field: str, world: int) -> list[dict[str, Any]]:
+    """A list of process groups as `trace capture` writes them, or a ConversionError naming the
+    file and field: each an object with a `pg_name` and its `ranks`, ranks of the world."""
+    if not isinstance(groups, list):
+        raise ConversionError(f"{path}: field '{field}' must be a list of process groups (got {type(groups).__name__})", field)
+    for i, g in enumerate(groups):
+        where = f"{path}: {field}[{i}]"
+        if not isinstance(g, dict) or not isinstance(g.get("pg_name"), str):
+            raise ConversionError(f"{where}: expected an object with a string 'pg_name' (got {shown(g)})", field)
+        ranks = g.get("ranks", [])
+        if not isinstance(ranks, list) or not all(type(x) is int and 0 <= x < world for x in ranks):
+            raise ConversionError(f"{where}: group {g['pg_name']!r}: field 'ranks' = {shown(ranks)}: expected a list of "
+                                  f"ranks in 0..{world - 1} (capture.json's world is {world})", "ranks")
+    return groups
+
+
+def _groups_of(capture: dict[str, Any], kineto: dict[str, Any], records: list[Path] = (),
+               meta_path: Path = Path("capture.json")) -> list[dict[str, Any]]:
     """Process groups with their ranks: from capture.json and each rank's record (a rank only
     sees the groups it belongs to), else from the Kineto trace's distributedInfo."""
+    world = capture.get("world", 1 << 17)
     found: dict[str, dict[str, Any]] = {}
-    for g in capture.get("process_groups", []):
+    for g in _checked_groups(capture.get("process_groups", []), meta_path, "process_groups", world):
         found[g["pg_name"]] = g
     for path in records:
         if path.is_file():
-            for g in json.loads(path.read_text()).get("_process_groups", []):
+            record = load_json(path, "records", "a rank's record of `trace capture`")
+            if not isinstance(record, dict):
+                raise ConversionError(f"{path}: expected a JSON object (as `trace capture` writes it), got "
+                                      f"{type(record).__name__}", "records")
+            for g in _checked_groups(record.get("_process_groups", []), path, "_process_groups", world):
                 found.setdefault(g["pg_name"], g)
     if found:
         return list(found.values())
@@ -230,10 +277,14 @@ def _collective(rank: int, node: dict, args: list, types: list, groups: list[dic
                    [x["id"] for x in exec_nodes], min(x["ts"] for x in window),
                    max(x["ts"] + x.get("inclusive_dur", 0.0) for x in window))
     n = len(group["ranks"])
-    if kind == "COMM_SEND_NODE":
-        c.attrs.update(comm_dst=int(args[2]), comm_tag=int(args[3]))
-    elif kind == "COMM_RECV_NODE":
-        c.attrs.update(comm_src=int(args[2]), comm_tag=int(args[3]))
+    if kind in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
+        # c10d takes the peer's rank in the group: ETs name the global rank.
+        peer = int(args[2])
+        if not 0 <= peer < n:
+            raise ConversionError(f"{where}: {op} (node {node['id']}) addresses rank {peer} of group {group['pg_name']!r}, "
+                                  f"which has {n} ranks {group['ranks']}", "comm_peer")
+        key = "comm_dst" if kind == "COMM_SEND_NODE" else "comm_src"
+        c.attrs.update({key: group["ranks"][peer], "comm_tag": int(args[3])})
     elif op == "c10d::alltoall_base_":
         c.attrs["comm_split_sizes"] = _split_bytes(args[1], args[4], n)
         c.attrs["comm_recv_split_sizes"] = _split_bytes(args[0], args[3], n)
@@ -463,12 +514,12 @@ def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:
     per_rank: dict[int, list[Collective]] = {}
     for r in range(world):
         host, kin = cap / "raw" / f"rank{r}.host.json", cap / "raw" / f"rank{r}.kineto.json"
+        kineto = _rank_traces(r, world, host, kin)
         chakra_link(r, host, kin, out / "linked" / f"rank{r}.json")
         linked[r] = json.loads((out / "linked" / f"rank{r}.json").read_text())
-        kineto = json.loads(kin.read_text())
         hosts[r] = kineto.get("host_name")
         if r == 0:
-            groups = _groups_of(meta, kineto, [cap / "records" / f"rank{i}.json" for i in range(world)])
+            groups = _groups_of(meta, kineto, [cap / "records" / f"rank{i}.json" for i in range(world)], meta_path)
         per_rank[r] = find_collectives(r, linked[r], groups, f"rank {r} ({host})")
     offsets = split_wait(per_rank, groups, hosts)
     report = {"world": world, "clock_offsets_us": offsets, "ranks": {}}
@@ -483,6 +534,7 @@ def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:
                 f.write(_framed(n))
         report["ranks"][r] = {"nodes": len(fixed), "collectives": len(per_rank[r]),
                               "removed_exec_nodes": len(nodes) - len(fixed)}
+    remove_ranks_past(out / "et", PREFIX, world)  # an earlier, larger conversion's ranks
     comm_groups = {g["pg_name"]: g["ranks"] for g in groups}
     (out / "et" / "comm_groups.json").write_text(json.dumps(comm_groups, indent=1))
     (out / "et" / "conversion.json").write_text(json.dumps(report, indent=1))

@@ -21,7 +21,7 @@ from .. import _core
 from ..astra_configs.formats import read_comm_groups
 from ..errors import ConfigError
 from ..specs import missing_ranks
-from .chakra_io import SCHEMA_VERSION, EtNode, comm_kind, int_attr, int_value, read_trace, split_sum_problem
+from .chakra_io import COLLECTIVES, SCHEMA_VERSION, EtNode, comm_kind, int_attr, int_value, read_trace, split_sum_problem
 
 SUPPORTED_VERSIONS = (SCHEMA_VERSION,)
 COMM_NODES = ("COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE")
@@ -292,6 +292,9 @@ def _rank_problems(t: RankTrace, groups: dict[str, list[int]]) -> list[str]:
             # The checks `run` makes of the same attributes (collectives/workload.py).
             if n.type == "COMM_COLL_NODE" and "comm_type" in n.attrs and _comm_kind(n) is None:
                 out.append(f"{where}: node {n.id} ({n.name}): comm_type {n.attrs['comm_type']!r} is not a Chakra CollectiveCommType")
+            elif n.type == "COMM_COLL_NODE" and "comm_type" in n.attrs and _comm_kind(n) not in COLLECTIVES:
+                out.append(f"{where}: node {n.id} ({n.name}): comm_type {_comm_kind(n)}: `run` simulates only "
+                           f"{', '.join(COLLECTIVES)}")
             # Read as `run` reads them (collectives/workload.py), so the two agree.
             peer = {"COMM_SEND_NODE": ("comm_dst",), "COMM_RECV_NODE": ("comm_src",)}.get(n.type, ())
             for key in ("comm_size", *peer):
