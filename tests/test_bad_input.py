@@ -116,6 +116,32 @@ def test_bad_sizes_and_config_fields():
         simulate("fat-tree:k=4", "permutation:size=4KiB", link={"rate_gbs": 400})
 
 
+def test_a_huge_buffer_is_refused_and_the_default_timeout_holds_to_2_to_40_bytes():
+    # The default timeout adds two drains of a buffer: 2^62 B wrapped the u64 sum, the timeout
+    # fell back to 100 us and a lossless incast took 10 timeouts (157.393 us, 40,960 B resent).
+    # Up to 2^40 B a 15-to-1 incast of 1 MB never times out and ends where 1 TB ends.
+    runs = [simulate("fat-tree:k=4", "incast:senders=15,size=1MB", seed=1, switch={"buffer_bytes": b})
+            for b in (10**12, 1 << 40)]
+    for r in runs:
+        assert r.flows["timeouts"].sum() == 0 and r.summary["data_bytes_sent"] == 15 * 10**6
+    assert runs[0].cct_us == runs[1].cct_us
+    with pytest.raises(ConfigError, match=r"`switch\.buffer_bytes`: = 1099511627777 B: expected at most 2\^40 B") as e:
+        simulate("fat-tree:k=4", "incast:senders=15,size=1MB", switch={"buffer_bytes": (1 << 40) + 1})
+    assert e.value.field == "switch.buffer_bytes"
+
+
+@pytest.mark.parametrize("switch,field,message", [
+    ({"ecn_kmax": 1.5}, "switch.ecn_kmax", r"= 1\.5: expected a fraction of the buffer in 0\.\.1"),
+    ({"ecn_kmin": -0.1}, "switch.ecn_kmin", r"= -0\.1: expected a fraction of the buffer in 0\.\.1"),
+    # ecn_kmin used to be blamed, without the values, for an ecn_kmax below it.
+    ({"ecn_kmax": 0.1}, "switch.ecn_kmax", r"= 0\.1 is below ecn_kmin = 0\.2: need ecn_kmin <= ecn_kmax"),
+])
+def test_ecn_thresholds_name_the_field_and_value(switch, field, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        simulate("fat-tree:k=4", "permutation:size=4KiB", switch=switch)
+    assert e.value.field == field
+
+
 @pytest.mark.parametrize("body,line,field", [
     ("Nodes 16\nConnections 1\n0->3 id 1 start 0 size 4096 trigger 2\n", 3, "trigger"),
     ("Nodes 16\nConnections 1\nTriggers 1\n0->3 id 1 start 0 size 4096\n", 3, "Triggers"),

@@ -12,6 +12,8 @@ pub type Params = BTreeMap<String, serde_json::Value>;
 pub const MAX_FRAME_BYTES: u64 = u16::MAX as u64;
 /// See `SimConfig::validate`.
 pub const MAX_TIME_MS: f64 = 100_000.0;
+/// Largest switch buffer: far past any switch, and its drain time stays in picoseconds.
+pub const MAX_BUFFER_BYTES: u64 = 1 << 40;
 /// Link rates the engine accepts: a 64 KiB frame at 1 Mbps still takes half a second.
 pub const MIN_RATE_GBPS: f64 = 1e-3;
 pub const MAX_RATE_GBPS: f64 = 1e6;
@@ -326,14 +328,34 @@ impl SimConfig {
                 ),
             ));
         }
-        let s = &self.switch;
-        if !(0.0..=1.0).contains(&s.ecn_kmin)
-            || !(0.0..=1.0).contains(&s.ecn_kmax)
-            || s.ecn_kmin > s.ecn_kmax
-        {
+        if self.switch.buffer_bytes > MAX_BUFFER_BYTES {
             return Err(config_err(
-                "switch.ecn_kmin",
-                "need 0 <= ecn_kmin <= ecn_kmax <= 1 (fractions of the buffer)",
+                "switch.buffer_bytes",
+                format!(
+                    "= {} B: expected at most 2^40 B (1 TiB; switches hold ~100 MB)",
+                    self.switch.buffer_bytes
+                ),
+            ));
+        }
+        let s = &self.switch;
+        for (field, v) in [
+            ("switch.ecn_kmin", s.ecn_kmin),
+            ("switch.ecn_kmax", s.ecn_kmax),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(config_err(
+                    field,
+                    format!("= {v}: expected a fraction of the buffer in 0..1"),
+                ));
+            }
+        }
+        if s.ecn_kmin > s.ecn_kmax {
+            return Err(config_err(
+                "switch.ecn_kmax",
+                format!(
+                    "= {} is below ecn_kmin = {}: need ecn_kmin <= ecn_kmax",
+                    s.ecn_kmax, s.ecn_kmin
+                ),
             ));
         }
         let rto_us = self.limits.rto_us.unwrap_or(DEFAULT_RTO_US);

@@ -471,11 +471,14 @@ impl Simulation {
             // 1-10 Gbps draining one 800 KB buffer takes longer than the default, and with
             // a timeout of one drain ECMP flows starved through 32 timeouts; two drains
             // finished every run (README, loss recovery). Still 100 us from 200 Gbps up.
+            // Capped at the longest run allowed: it would never fire later, and event times
+            // must stay within the clock (a 2^62 B buffer wrapped the sum to 100 us).
             None => {
                 let drain = timing.rate.serialization(cfg.switch.buffer_bytes);
                 Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
                     .max(Dur(2 * base_rtt.0))
-                    .max(Dur(base_rtt.0 + 2 * drain.0))
+                    .max(Dur(base_rtt.0.saturating_add(drain.0.saturating_mul(2))))
+                    .min(Dur((crate::config::MAX_TIME_MS * 1e9) as u64))
             }
         };
         // A lazy NIC's owed decision is caught up by the arrival of the frame before it

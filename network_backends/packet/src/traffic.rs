@@ -203,20 +203,50 @@ fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
         ));
     }
     let mut rng = derive_rng(seed, "traffic.permutation.inter_pod", 0);
+    let pod_of: Vec<usize> = (0..n as u32).map(|h| pod(h) as usize).collect();
+    let n_pods = pod_of.iter().max().map_or(0, |&p| p + 1);
     for _attempt in 0..1000 {
         let mut free: Vec<u32> = (0..n as u32).collect();
         free.shuffle(&mut rng);
+        // Each pod's positions in `free`, sorted: the k-th free destination outside a pod is
+        // then found by bisection, not by listing them all (O(n^2) per draw hung k = 64).
+        let mut at: Vec<Vec<usize>> = vec![Vec::new(); n_pods];
+        for (i, &h) in free.iter().enumerate() {
+            at[pod_of[h as usize]].push(i);
+        }
         let mut dst = vec![u32::MAX; n];
         let mut ok = true;
         for s in 0..n as u32 {
-            let choices: Vec<usize> = (0..free.len())
-                .filter(|&i| pod(free[i]) != pod(s))
-                .collect();
-            if choices.is_empty() {
+            let p = pod_of[s as usize];
+            let outside = free.len() - at[p].len();
+            if outside == 0 {
                 ok = false;
                 break;
             }
-            let i = choices[rng.gen_range(0..choices.len())];
+            // The same draw as picking uniformly among the outside positions in index order.
+            let k = rng.gen_range(0..outside);
+            let (mut lo, mut hi) = (0, free.len() - 1);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                let outside_upto = mid + 1 - at[p].partition_point(|&x| x <= mid);
+                if outside_upto > k {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            let (i, last) = (lo, free.len() - 1);
+            let chosen = free[i];
+            // swap_remove: the last entry moves to position i.
+            let q = &mut at[pod_of[chosen as usize]];
+            q.remove(q.binary_search(&i).expect("position listed"));
+            if i != last {
+                let moved = pod_of[free[last] as usize];
+                let q = &mut at[moved];
+                q.remove(q.binary_search(&last).expect("position listed"));
+                let to = q.partition_point(|&x| x < i);
+                q.insert(to, i);
+            }
             dst[s as usize] = free.swap_remove(i);
         }
         if ok {
