@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from ..errors import UnknownSchemeError
+from ..errors import ConfigError, UnknownSchemeError, load_json
 
 _ALLOWED = {"description", "source", "lb", "lb_params", "cc", "cc_params", "loss", "loss_params", "switch"}
 
@@ -25,8 +26,18 @@ def load_scheme_preset(name: str) -> dict[str, Any]:
     known = scheme_presets()
     if name not in known:
         raise UnknownSchemeError(f"unknown scheme preset `{name}`; expected one of: {', '.join(known)}", "preset", name, known)
-    data = json.loads((resources.files(__package__) / "schemes" / f"{name}.json").read_text())
-    extra = set(data) - _ALLOWED
+    path = Path(str(resources.files(__package__) / "schemes" / f"{name}.json"))
+    # The project's loader: names the file and refuses a key given twice (json kept the last).
+    data = load_json(path, "scheme", "scheme preset")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected an object of preset settings, got a {type(data).__name__}", "scheme")
+    extra = sorted(set(data) - _ALLOWED)
     if extra:
-        raise ValueError(f"astra_configs/schemes/{name}.json: unknown key `{sorted(extra)[0]}` (expected {sorted(_ALLOWED)})")
+        raise ConfigError(f"{path}: unknown key `{extra[0]}` (expected one of: {', '.join(sorted(_ALLOWED))})", extra[0])
+    # Checked here: build_config would fail on them with a TypeError, or hand them to the engine.
+    for key, value in data.items():
+        kind = dict if key.endswith("_params") or key == "switch" else str
+        if not isinstance(value, kind):
+            expected = "an object" if kind is dict else "a string"
+            raise ConfigError(f"{path}: `{key}` must be {expected}, got {json.dumps(value)}", key)
     return data

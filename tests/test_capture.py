@@ -15,7 +15,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 from tracefabric.errors import ConfigError
 from tracefabric.traces import validate as v
 from tracefabric.traces.capture import capture
-from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace
+from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace, write_trace
 from tracefabric.traces.convert import ConversionError, convert, kineto_sync_dependencies
 from tracefabric.traces.workloads import get_workload
 from tracefabric.traces.workloads.tiny_llama import TinyLlamaConfig
@@ -621,3 +621,316 @@ def test_a_corrupt_capture_json_is_named_not_a_traceback(tmp_path, text, message
     (tmp_path / "capture.json").write_text(text)
     with pytest.raises(ConfigError, match=rf"capture\.json: {message}"):
         convert(tmp_path)
+
+
+def _copy_capture(et: Path, to: Path) -> Path:
+    """A capture folder's inputs (capture.json, raw/, records/), without its conversion."""
+    to.mkdir()
+    for part in ("capture.json", "raw", "records"):
+        src = et.parent / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, to / part)
+    return to
+
+
+def test_raw_files_of_another_rank_or_run_are_refused(fsdp2, tmp_path):
+    # Swapped between ranks, they converted as "valid": each rank got the other's compute.
+    cap = _copy_capture(fsdp2, tmp_path / "swap")
+    raw = cap / "raw"
+    k0, k1 = (raw / "rank0.kineto.json").read_bytes(), (raw / "rank1.kineto.json").read_bytes()
+    (raw / "rank0.kineto.json").write_bytes(k1)
+    (raw / "rank1.kineto.json").write_bytes(k0)
+    with pytest.raises(ConfigError, match=r"rank0\.kineto\.json: field distributedInfo\.rank = 1: expected 0 \(rank 0 of "
+                                          r"capture\.json's world of 2\)$") as e:
+        convert(cap)
+    assert e.value.field == "rank"
+    # Kineto files in place, host traces swapped: the process ids differ.
+    (raw / "rank0.kineto.json").write_bytes(k0)
+    (raw / "rank1.kineto.json").write_bytes(k1)
+    h0, h1 = (raw / "rank0.host.json").read_bytes(), (raw / "rank1.host.json").read_bytes()
+    (raw / "rank0.host.json").write_bytes(h1)
+    (raw / "rank1.host.json").write_bytes(h0)
+    pid1 = json.loads(h1)["pid"]
+    with pytest.raises(ConfigError, match=rf"rank0\.host\.json: field 'pid' = {pid1}: expected the process that wrote "
+                                          r"rank0\.kineto\.json \(\d+\): the two files are not from one run$"):
+        convert(cap)
+    # A world that is not the capture's, from capture.json.
+    (raw / "rank0.host.json").write_bytes(h0)
+    (raw / "rank1.host.json").write_bytes(h1)
+    meta = json.loads((cap / "capture.json").read_text())
+    (cap / "capture.json").write_text(json.dumps({**meta, "world": 1}))
+    with pytest.raises(ConfigError, match=r"field distributedInfo\.world_size = 2: expected 1"):
+        convert(cap)
+
+
+@pytest.mark.parametrize("groups,message", [
+    ([{"ranks": [0, 1]}], r"process_groups\[0\]: expected an object with a string 'pg_name' \(got \{'ranks': \[0, 1\]\}\)"),
+    (["0"], r"process_groups\[0\]: expected an object with a string 'pg_name' \(got '0'\)"),
+    ([{"pg_name": "0", "ranks": [0, 2]}], r"process_groups\[0\]: group '0': field 'ranks' = \[0, 2\]: expected a list of "
+                                          r"ranks in 0\.\.1 \(capture\.json's world is 2\)"),
+])
+def test_bad_process_groups_and_records_are_named(fsdp2, tmp_path, groups, message):
+    # A KeyError, a TypeError, and an error blaming the output's comm_groups.json before.
+    cap = _copy_capture(fsdp2, tmp_path / "c")
+    meta = json.loads((cap / "capture.json").read_text())
+    (cap / "capture.json").write_text(json.dumps({**meta, "process_groups": groups}))
+    with pytest.raises(ConfigError, match=rf"capture\.json: {message}$"):
+        convert(cap)
+    (cap / "capture.json").write_text(json.dumps(meta))
+    (cap / "records" / "rank1.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match=r"records/rank1\.json: expected a JSON object \(as `trace capture` writes it\), got list$"):
+        convert(cap)
+
+
+def test_a_smaller_conversion_into_the_same_folder_removes_the_old_ranks(fsdp2, tmp_path):
+    cap = _copy_capture(fsdp2, tmp_path / "c")
+    (cap / "et").mkdir()
+    shutil.copy(fsdp2 / "trace.0.et", cap / "et" / "trace.2.et")  # as a 3-rank conversion would leave it
+    et = convert(cap)
+    assert sorted(p.name for p in et.glob("*.et")) == ["trace.0.et", "trace.1.et"]
+    assert len(v.load(et)[0]) == 2
+
+
+SUBGROUP_STEP = '''
+import torch, torch.distributed as dist
+
+def build(ctx):
+    pair = dist.new_group([1, 2])
+    def step():
+        dist.all_reduce(torch.ones(25))                      # 100 B, world
+        if ctx.rank == 1:                                    # 12 B inside group [1, 2]: group rank 1 is rank 2
+            dist.send(torch.ones(3), dst=2, group=pair)
+        elif ctx.rank == 2:
+            dist.recv(torch.ones(3), src=1, group=pair)
+        dist.barrier()
+        dist.reduce(torch.ones(4), dst=0)                    # a collective `run` does not simulate
+    return step
+'''
+
+
+def test_send_and_recv_inside_a_group_name_global_ranks_and_barriers_run(tmp_path):
+    # c10d records the peer's rank in the group: rank 1's send to rank 2 of the world read as a send
+    # to rank 1 (itself), rank 2's receive as one from rank 0, and `trace validate` saw a deadlock.
+    script = tmp_path / "step.py"
+    script.write_text(SUBGROUP_STEP)
+    cap = capture(f"{script}:build", tmp_path / "cap", world=3)
+    et = convert(cap)
+    p2p = {r: [(n.type, n.attrs.get("comm_dst", n.attrs.get("comm_src")), n.attrs["comm_size"])
+               for n in read_trace(et / f"trace.{r}.et")[1] if n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE")]
+           for r in range(3)}
+    assert p2p == {0: [], 1: [("COMM_SEND_NODE", 2, 12)], 2: [("COMM_RECV_NODE", 1, 12)]}
+    # The reduce is refused by `run`, so `trace validate` names it and `trace convert` exits 1 (it exited 0).
+    traces, groups = v.load(et)
+    assert [p.split(": ", 1)[1] for p in v.problems(traces, groups)] == [
+        "node {} (c10d::reduce_): comm_type REDUCE: `run` simulates only ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST, "
+        "BARRIER".format(n.id) for t in traces for n in t.nodes if n.name == "c10d::reduce_"] and len(traces) == 3
+    proc = subprocess.run(["tracefabric", "trace", "convert", str(cap)], capture_output=True, text=True)
+    said = " ".join(proc.stdout.split())  # the console wraps long lines
+    assert proc.returncode == 1 and "3 problem(s):" in said and said.count("comm_type REDUCE") == 3
+    # Without the reduce the trace runs; the barrier is an all-reduce of 0 bytes, after the world's 100 B one.
+    (tmp_path / "run").mkdir()
+    for t in traces:
+        kept = [n for n in t.nodes if n.name != "c10d::reduce_"]
+        ids = {n.id for n in kept}
+        for n in kept:
+            n.data_deps = [d for d in n.data_deps if d in ids]
+            n.ctrl_deps = [d for d in n.ctrl_deps if d in ids]
+        write_trace(tmp_path / "run" / f"trace.{t.rank}.et", kept, t.meta)
+    shutil.copy(et / "comm_groups.json", tmp_path / "run" / "comm_groups.json")
+    from tracefabric.iteration import simulate
+    net = {"topology": ["Switch"], "npus_count": [3], "bandwidth": [100], "latency": [1000]}
+    system = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,
+              "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+              "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+    r = simulate(tmp_path / "run", system, net)
+    assert r.collectives[["kind", "bytes"]].values.tolist() == [["all_reduce", 100], ["all_reduce", 0]]
+
+
+def test_a_real_nccl_capture_from_an_h100_converts_and_runs(tmp_path):
+    """The `moe` workload captured with backend nccl on one H100 (torch 2.11.0+cu130, NCCL 2.28.9;
+    tests/data, 32 KB): NCCL kernels are the collectives' execution records and GPU kernels come
+    as nodes of their own. With one rank the all-to-alls move tokens to the rank itself."""
+    import tarfile
+
+    with tarfile.open(Path(__file__).parent / "data" / "h100_nccl_moe_world1.tar.gz") as t:
+        t.extractall(tmp_path, filter="data")
+    cap = tmp_path / "moe_w1"
+    meta = json.loads((cap / "capture.json").read_text())
+    assert (meta["backend"], meta["device"], meta["world"]) == ("nccl", "cuda", 1)
+    et = convert(cap)
+    traces, groups = v.load(et)
+    assert v.problems(traces, groups) == []
+    nodes = traces[0].nodes
+    rec = json.loads((cap / "records" / "rank0.json").read_text())
+    sent = next(x["value"] for x in rec["send_tokens"] if x["step"] == 1)
+    row = MOE["dim"] * FP32
+    got = [(comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in nodes if n.type == "COMM_COLL_NODE"]
+    # Token counts (one int64), dispatch, combine, combine's gradient, then the router's gradient
+    # (dim x 1 expert, no bias) all-reduced.
+    assert got == [("ALL_TO_ALL", 8)] + [("ALL_TO_ALL", sum(sent) * row)] * 3 + [("ALL_REDUCE", MOE["dim"] * FP32)]
+    assert sum(sent) == 16
+    # Every GPU kernel, copy and fill of the recorded step is a GPU node, except NCCL's (the collectives).
+    kineto = json.loads((cap / "raw" / "rank0.kineto.json").read_text())
+    gpu_events = [e for e in kineto["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    nccl = [e for e in gpu_events if e["name"].startswith("ncclDevKernel")]
+    gpu_nodes = [n for n in nodes if n.type == "COMP_NODE" and n.attrs.get("is_cpu_op") is False]
+    assert len(nccl) == 3 and len(gpu_nodes) == len(gpu_events) - len(nccl) == 50
+    assert not [n for n in nodes if "nccl" in n.name.lower()]
+    # CPU ops and kernels run on two units side by side: the iteration lies between the CPU's
+    # own time and the CPU's plus the GPU's (what one shared unit gave).
+    from tracefabric.iteration import simulate
+
+    cpu_us = sum(n.duration_micros for n in nodes if n.type == "COMP_NODE" and n.attrs.get("is_cpu_op"))
+    gpu_us = sum(n.duration_micros for n in gpu_nodes)
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 1}}
+    system = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,
+              "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+              "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+    r = simulate(et, system, fabric, backend="analytical:flow")
+    wall = r.ranks["wall_ns"].iloc[0]
+    assert cpu_us * 1000 <= wall < (cpu_us + gpu_us) * 1000 and gpu_us > 0
+
+
+# --- capture: mismatched ranks, broken scripts, memory and GPUs refused with one line ---
+
+MISMATCHED_STEP = '''
+import torch, torch.distributed as dist
+
+def build(ctx):
+    def step():
+        if ctx.rank == 0:  # rank 1 never sends
+            dist.recv(torch.empty(1), src=1)
+    return step
+'''
+
+
+def test_a_rank_waiting_for_a_message_never_sent_fails_after_the_collective_timeout(tmp_path):
+    # It hung for gloo's default of 30 minutes.
+    from tracefabric.traces.capture import COLLECTIVE_TIMEOUT_S, CaptureError
+
+    assert COLLECTIVE_TIMEOUT_S == 300
+    script = tmp_path / "mismatch.py"
+    script.write_text(MISMATCHED_STEP)
+    with pytest.raises(CaptureError, match=r"^capture: a rank of .*mismatch\.py:build waited longer than the collective "
+                                           r"timeout \(3 s\) for another rank: .*raise collective_timeout "
+                                           r"\(--collective-timeout\)$") as e:
+        capture(f"{script}:build", tmp_path / "out", world=2, collective_timeout=3)
+    assert e.value.field == "collective_timeout"
+    for bad in (0, -1, float("nan"), True, "5", 10**9):
+        with pytest.raises(ConfigError, match=rf"^capture: collective_timeout = {bad!r}: expected a number of seconds "
+                                              r"above 0 and at most 86,400$"):
+            capture(f"{script}:build", tmp_path / "out", world=2, collective_timeout=bad)
+
+
+def test_a_rank_that_exits_without_an_exception_is_named(tmp_path):
+    # torch's ProcessExitedException was a traceback.
+    from tracefabric.traces.capture import CaptureError
+
+    script = tmp_path / "quits.py"
+    script.write_text("import os\ndef build(ctx):\n    def step():\n        os._exit(7)\n    return step\n")
+    with pytest.raises(CaptureError, match=r"^capture: rank [01] of .*quits\.py:build exited with code 7 before its "
+                                           r"steps ended$"):
+        capture(f"{script}:build", tmp_path / "out", world=2)
+
+
+def test_a_script_that_fails_to_import_is_named_with_its_line(tmp_path, monkeypatch):
+    # Each was a Python traceback of importlib's frames (sys.exit ended the CLI without a word).
+    bad = tmp_path / "syntax.py"
+    bad.write_text("import torch\ndef build(ctx:\n    pass\n")
+    with pytest.raises(ConfigError, match=rf"^capture: {bad}, line 2: syntax error: '\(' was never closed$"):
+        capture(f"{bad}:build", tmp_path / "out", world=2)
+    bad = tmp_path / "raises.py"
+    bad.write_text("import torch\nSIZE = {}['hidden']\ndef build(ctx):\n    pass\n")
+    with pytest.raises(ConfigError, match=rf"^capture: {bad}, line 2: importing it raised KeyError: 'hidden'$"):
+        capture(f"{bad}:build", tmp_path / "out", world=2)
+    bad = tmp_path / "leaves.py"
+    bad.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(ConfigError, match=rf"^capture: {bad}, line 2: importing it raised SystemExit: exit code 3$"):
+        capture(f"{bad}:build", tmp_path / "out", world=2)
+    (tmp_path / "tf_raising_module.py").write_text("raise ValueError('no config')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^capture: module 'tf_raising_module': importing it raised ValueError: no config$"):
+        capture("tf_raising_module:build", tmp_path / "out", world=2)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("options,param_bytes", [({}, 90_752), ({"dim": 64, "ffn": 256, "seq": 64, "vocab": 500}, 748_800)])
+def test_the_llama_memory_estimate_follows_the_built_model(options, param_bytes):
+    """Parameters counted from the built module, activations from the tensors autograd saves:
+    every rank builds the whole model, then keeps half its gradients (world 2)."""
+    import torch
+    from torch import nn
+    from tracefabric.traces.workloads import tiny_llama
+
+    c = TinyLlamaConfig(**options)
+    torch.manual_seed(0)
+    model = tiny_llama.TinyLlama(c)
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert params == 4 * tiny_llama.parameter_counts(c)[0] == param_bytes
+    saved, own = {}, {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def keep(t):
+        saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    tokens = torch.randint(0, c.vocab, (c.batch, c.seq + 1))
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+        nn.functional.cross_entropy(model(tokens[:, :-1]).reshape(-1, c.vocab), tokens[:, 1:].reshape(-1))
+    activations = sum(n for ptr, n in saved.items() if ptr not in own)
+    measured = params + params / 2 + activations
+    estimate = get_workload("fsdp2-llama").memory_bytes(2, options)
+    assert 1 / 3 <= estimate / measured <= 3, (estimate, measured)
+
+
+def test_a_model_too_large_for_memory_is_refused_before_ranks_start(tmp_path, monkeypatch):
+    # dim 16384, ffn 65536: each rank allocated tens of GB, with nothing said before.
+    import tracefabric.traces.capture as cap
+    from tracefabric.traces.workloads import tiny_llama
+
+    monkeypatch.setattr(cap, "available_memory", lambda: 2**30)
+    huge = {"dim": 16384, "ffn": 65536, "heads": 128, "kv_heads": 8}
+    total, block, _ = tiny_llama.parameter_counts(TinyLlamaConfig(**huge))
+    assert (total, block) == (7_585_480_704, 3_791_683_584)
+    per_rank = 4 * (total + 2 * block)  # its shards of parameters and gradients, one block whole with its gradient
+    assert get_workload("fsdp1-llama").memory_bytes(2, huge) == pytest.approx(per_rank, rel=1e-2)  # + activations
+    with pytest.raises(ConfigError, match=r"^capture: fsdp1-llama needs about 56\.6 GiB per rank \(parameters, gradients "
+                                          r"and activations\) x 2 local ranks = 113\.2 GiB, more than 80% of the 1\.0 GiB "
+                                          r"of memory available; lower the options dim, ffn, layers, vocab, seq or "
+                                          r"batch, or the ranks$") as e:
+        capture(get_workload("fsdp1-llama"), tmp_path / "out", world=2, **huge)
+    assert e.value.field == "option"
+    # 2^20 tokens of dim 4096 on 4 ranks: the activations alone are tens of GB a rank.
+    with pytest.raises(ConfigError, match=r"^capture: moe needs about 2\d\d\.\d GiB per rank .* x 4 local ranks"):
+        capture(get_workload("moe"), tmp_path / "out", world=4, tokens=2**20, dim=4096)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_llama_option_errors_name_the_chosen_workload(tmp_path):
+    with pytest.raises(ConfigError, match=r"^capture: fsdp1-llama option dim = -4: expected an integer in 1\.\.1048576$"):
+        capture(get_workload("fsdp1-llama"), tmp_path, world=2, dim=-4)
+    with pytest.raises(ConfigError, match=r"^capture: fsdp2-llama options heads = 5 must divide dim = 32, and kv_heads = 2 "
+                                          r"must divide heads$"):
+        capture(get_workload("fsdp2-llama"), tmp_path, world=2, heads=5)
+
+
+def test_nccl_needs_a_gpu_per_rank(tmp_path, monkeypatch):
+    # Two ranks on one GPU failed in every rank with NCCL's "Duplicate GPU detected".
+    import types
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ConfigError, match=r"^capture: backend nccl needs one GPU per rank \(NCCL refuses two ranks on one "
+                                          r"GPU\): 2 ranks, 1 GPU visible$") as e:
+        capture(get_workload("moe"), tmp_path / "out", world=2, backend="nccl")
+    assert e.value.field == "world"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(ConfigError, match=r"^capture: backend nccl needs a CUDA GPU and none is visible"):
+        capture(get_workload("moe"), tmp_path / "out", world=1, backend="nccl")
+    # With a GPU per rank, the model must fit in one GPU's memory (here 2 GiB).
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(total_memory=2**31))
+    with pytest.raises(ConfigError, match=r"^capture: fsdp2-llama needs about 9\.0 GiB per rank \(parameters, gradients "
+                                          r"and activations\), more than 80% of the GPU's 2\.0 GiB; lower the options "
+                                          r"dim, ffn, layers, vocab, seq or batch$"):
+        capture(get_workload("fsdp2-llama"), tmp_path / "out", world=2, backend="nccl", dim=8192, ffn=16384)
+    assert not (tmp_path / "out").exists()

@@ -74,3 +74,100 @@ def test_run_writes_per_flow_results(tmp_path):
     # All 240 flows start at t = 0, 4 packets each: no flow beats 4 back-to-back frames at
     # 800 Gbps ((4096 + 62 + 20) B x 10 ps/B = 41.78 ns each) plus two hops there and back.
     assert int(df["fct_ps"].min()) > 4 * 41_780 + 2 * 2 * 500_000
+
+
+def test_spec_numbers_are_read_exactly_and_in_ascii():
+    import pytest
+    from tracefabric.errors import ConfigError
+    from tracefabric.specs import parse_size, topology_config, traffic_config
+
+    # Decimals are exact: 16.1KB is 16,100 B; a float refused it and rounded the others.
+    assert parse_size("16.1KB", "traffic.size") == 16_100
+    assert parse_size("9007199254740993.0") == 9_007_199_254_740_993
+    with pytest.raises(ConfigError) as e:
+        parse_size("1.0000000000000001KB", "traffic.size")
+    assert str(e.value) == "`traffic.size`: '1.0000000000000001KB' is not a whole number of bytes"
+    for bad in ("1_0", "１", "2e"):
+        with pytest.raises(ConfigError) as e:
+            topology_config(f"leaf-spine:leaves=2,spines=2,oversubscription={bad}")
+        assert str(e.value) == f"`topology.oversubscription`: expected a number such as 2 or 1.5, got {bad!r}"
+        assert e.value.field == "topology.oversubscription"
+    assert topology_config("leaf-spine:leaves=2,spines=2,oversubscription=1.5")["oversubscription"] == 1.5
+    with pytest.raises(ConfigError) as e:
+        traffic_config("file:")
+    assert str(e.value) == "`traffic`: `file:` has an empty path (expected file:PATH of a .csv, .json or .cm file)"
+
+
+def test_traffic_files_refuse_what_htsim_or_a_reader_would_read_otherwise(tmp_path):
+    import pytest
+    from tracefabric.errors import TrafficFileError
+
+    cases = {
+        "sup.cm": ("Nodes \u00b2\n0->1 id 1 start 0 size 10\n", ":1: expected `Nodes <count>`, got 'Nodes \u00b2'", "Nodes"),
+        "late.cm": ("0->1 id 1 start 0 size 10\nNodes 2\n",
+                    ":2: `Nodes` after the first flow (line 1); headers come before flows", "Nodes"),
+        "under.cm": ("0->1 id 1 start 1_0 size 10\n", ":1: field `start` must be a non-negative integer, got '1_0'", "start"),
+        "big.cm": ("0->1 id 1 start 0 size 2147483648\n", ":1: field `size` must be in 0..2147483647, got 2147483648", "size"),
+        "id0.cm": ("0->1 id 0 start 0 size 10\n", ":1: flow id 0 is not allowed (htsim's ids start at 1)", "id"),
+        "long.json": ('[{"src": 0, "dst": 1, "bytes": 10, "start_us": 1' + "0" * 400 + "}]",
+                      ": flow 1: field `start_us` must be at most 4611686018427 (2^62 ps), got an integer of 401 digits (100000...)",
+                      "start_us"),
+        "extra.json": ('{"flows": [{"src": 0, "dst": 1, "bytes": 10}], "extra": 1}',
+                       ": unknown key 'extra' (expected a list of flows or {\"flows\": [...]})", "extra"),
+        "subps.json": ('[{"src": 0, "dst": 1, "bytes": 10, "start_us": 0.0000004}]',
+                       ": flow 1: field `start_us` must be a whole number of picoseconds (at most 6 decimals), got 4e-07",
+                       "start_us"),
+        "under.csv": ("src,dst,bytes\n0,1,1_000\n", ":2: field `bytes` must be a non-negative integer, got '1_000'", "bytes"),
+        "arabic.csv": ("src,dst,bytes\n0,1,\u0661\u0660\n", ":2: field `bytes` must be a non-negative integer, got '\u0661\u0660'", "bytes"),
+        "under_us.csv": ("src,dst,bytes,start_us\n0,1,10,1_0\n", ":2: field `start_us` must be a number, got '1_0'", "start_us"),
+    }
+    for name, (text, message, field) in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(TrafficFileError) as e:
+            read_traffic_file(path)
+        assert (str(e.value), e.value.field) == (f"{path}{message}", field), name
+    # One picosecond is the smallest start, read exactly.
+    (tmp_path / "ps.csv").write_text("src,dst,bytes,start_us\n0,1,10,0.000001\n")
+    assert read_traffic_file(tmp_path / "ps.csv")["start_ps"] == [1]
+
+
+def test_a_late_start_is_named_in_the_files_own_field_and_unit(tmp_path):
+    import pytest
+    from tracefabric.errors import TrafficFileError
+
+    files = {"late.csv": ("src,dst,bytes,start_us\n0,1,4096,2000000.5\n", "start_us", "2000000.5 µs"),
+             "late.json": ('[{"src": 0, "dst": 1, "bytes": 4096, "start_ps": 2000000000000}]', "start_ps", "2000000000000 ps"),
+             "late.cm": ("Nodes 16\n0->1 id 1 start 2000000 size 4096\n", "start", "2000000 µs")}
+    for name, (text, field, when) in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(TrafficFileError) as e:
+            simulate("fat-tree:k=4", f"file:{path}", seed=1, limits={"max_time_ms": 1})
+        where = f"{path}: flow 1" if name.endswith(".json") else f"{path}:2"
+        assert str(e.value) == f"{where}: field `{field}` starts at {when}, after limits.max_time_ms = 1", name
+        assert e.value.field == field
+
+
+def test_a_bad_scheme_preset_is_named_with_its_file_and_key(tmp_path, monkeypatch):
+    import pytest
+    import tracefabric.astra_configs as ac
+    from tracefabric.errors import ConfigError
+    from tracefabric.network_backends.packet import build_config
+
+    (tmp_path / "schemes").mkdir()
+    monkeypatch.setattr(ac.resources, "files", lambda package: tmp_path)
+    presets = {"corrupt": ('{"lb": "reps",', "not valid JSON (Expecting property name enclosed in double quotes: "
+                                             "line 1 column 15 (char 14))", "scheme"),
+               "twice": ('{"lb": "reps", "lb": "ecmp"}', "key 'lb' appears twice in one object", "lb"),
+               "listed": ('["reps"]', "expected an object of preset settings, got a list", "scheme"),
+               "typo": ('{"lb": "reps", "lb_parms": {}}', "unknown key `lb_parms` (expected one of: cc, cc_params, "
+                        "description, lb, lb_params, loss, loss_params, source, switch)", "lb_parms"),
+               "switch": ('{"lb": "reps", "switch": [1]}', "`switch` must be an object, got [1]", "switch"),
+               "lbnum": ('{"lb": 3}', "`lb` must be a string, got 3", "lb")}
+    for name, (text, message, field) in presets.items():
+        path = tmp_path / "schemes" / f"{name}.json"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as e:
+            build_config("fat-tree:k=4", "permutation:size=8KiB", scheme=name)
+        assert (str(e.value), e.value.field) == (f"{path}: {message}", field), name

@@ -72,7 +72,7 @@ def test_capture_refuses_repeats_a_script_with_a_workload_and_bad_option_values_
     line = _one_line(_cli("trace", "capture", "--workload", "moe", "--ranks", "4", "--option", "ep=3", "--out", out))
     assert line == "error: capture: moe option ep = 3: expected 0 (the world) or a divisor of the world (4)"
     line = _one_line(_cli("trace", "capture", "--option", "dim=-4", "--out", out))
-    assert line == "error: capture: fsdp-llama option dim = -4: expected an integer in 1..1048576"
+    assert line == "error: capture: fsdp2-llama option dim = -4: expected an integer in 1..1048576"
     line = _one_line(_cli("trace", "capture", "--steps", "99999999999999", "--out", out))  # was a MemoryError per rank
     assert "warmup and steps must be at most 10,000" in line and "steps=99999999999999" in line
     assert not (tmp_path / "cap" / "raw").exists()

@@ -297,6 +297,7 @@ def trace_capture(
     steps: Annotated[int, typer.Option(help="Steps recorded.")] = 1,
     convert: Annotated[bool, typer.Option(help="Also convert to Chakra ETs (out/et/).")] = True,
     option: Annotated[Optional[list[str]], typer.Option(help="KEY=VALUE passed to the workload's build function (repeatable), e.g. ep=3 for moe.")] = None,
+    collective_timeout: Annotated[float, typer.Option(help="Seconds a rank waits in one collective or send/recv for the other ranks before the capture fails (the ranks' steps do not match).")] = 300.0,
 ) -> None:
     """Profile training steps on every rank (ExecutionTraceObserver + Kineto) and convert them to Chakra ETs."""
     from .traces.capture import capture
@@ -317,7 +318,7 @@ def trace_capture(
         except json.JSONDecodeError:
             options[key] = value
     build = script if script else get_workload(workload or "fsdp2-llama")
-    folder = capture(build, out, ranks, backend, warmup, steps, **options)
+    folder = capture(build, out, ranks, backend, warmup, steps, collective_timeout=collective_timeout, **options)
     console.print(f"captured {ranks} ranks into {folder}")
     if convert:
         _convert_and_report(folder)

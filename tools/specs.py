@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any
 
 from .errors import ConfigError
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+# A decimal number as a spec or file writes it: ASCII digits, no `_`, no nan/inf.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def shown(value: Any) -> str:
@@ -60,11 +63,12 @@ def parse_size(text: str | int, field: str = "size") -> int:
         if not m or unit not in _UNITS:
             raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB; units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", field)
         number = m.group(1)
-        # Whole numbers stay integers: a float would round sizes past 2^53.
-        value = int(number) * _UNITS[unit] if "." not in number else float(number) * _UNITS[unit]
-        if value != int(value):
+        # Exact decimal arithmetic: a float refused 16.1KB (16,100 B) and rounded 1.0000000000000001KB
+        # to 1000 B and sizes past 2^53 to a neighbour.
+        exact = Fraction(number) * _UNITS[unit]
+        if exact.denominator != 1:
             raise ConfigError(f"`{field}`: {text!r} is not a whole number of bytes", field)
-        value = int(value)
+        value = int(exact)
     if not 0 < value <= 2**63:
         raise ConfigError(f"`{field}`: must be in 1..2^63 bytes, got {text!r}", field)
     return value
@@ -144,10 +148,13 @@ def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
         if "hosts_per_leaf" in p:
             cfg["hosts_per_leaf"] = _int(p, "hosts_per_leaf", "topology")
         if "oversubscription" in p:
-            try:
-                cfg["oversubscription"] = float(p.pop("oversubscription"))
-            except ValueError:
-                raise ConfigError("`topology.oversubscription`: expected a number", "topology.oversubscription") from None
+            value = p.pop("oversubscription")
+            # ASCII decimal syntax only: float() also reads `1_0` as 10 and other scripts' digits
+            # (nan and inf pass, to be named as not finite with the rest of the config).
+            if not _DECIMAL.fullmatch(value) and value.lower().lstrip("+-") not in ("inf", "infinity", "nan"):
+                raise ConfigError(f"`topology.oversubscription`: expected a number such as 2 or 1.5, got {value!r}",
+                                  "topology.oversubscription")
+            cfg["oversubscription"] = float(value)
         return cfg
     raise ConfigError(f"`topology`: unknown kind {kind!r} (expected fat-tree or leaf-spine)", "topology")
 
@@ -180,6 +187,9 @@ def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
         return {"kind": "incast", "dst": _int(p, "dst", "traffic", 0), "senders": _int(p, "senders", "traffic"),
                 "bytes": _size(p, "traffic")}
     if kind == "file":
+        if not p["path"].strip():  # Path("") is the current folder: "is a folder" misled
+            raise ConfigError("`traffic`: `file:` has an empty path (expected file:PATH of a .csv, .json or .cm file)",
+                              "traffic.path")
         from .network_backends.packet.traffic_files import read_traffic_file
 
         return read_traffic_file(p["path"])

@@ -16,10 +16,12 @@ Output directory layout (all paths absolute; `trace convert` reads it):
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
 import socket
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -230,20 +232,42 @@ def resolve_build(build: Callable | str) -> Callable:
             raise ConfigError(f"capture: script {path} not found", "script")
         spec = importlib.util.spec_from_file_location(f"tracefabric_user_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as e:  # SystemExit too: sys.exit() in the script ended the CLI silently
+            raise _import_error(str(path), e, path) from None
     else:
         try:
             module = importlib.import_module(target)
         except ImportError as e:
-            raise ConfigError(f"capture: cannot import module {target!r} ({e})", "script") from None
+            raise ConfigError(f"capture: cannot import module {target!r} ({_first_line(e)})", "script") from None
+        except (Exception, SystemExit) as e:
+            raise _import_error(f"module {target!r}", e, None) from None
     fn = getattr(module, func, None)
     if not callable(fn):
         raise ConfigError(f"capture: {target} has no function {func!r}", "script")
     return fn
 
 
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _import_error(what: str, e: BaseException, path: Path | None) -> ConfigError:
+    """One line for a script or module that fails while it is imported: the file and line, and the error."""
+    if isinstance(e, SyntaxError):
+        return ConfigError(f"capture: {e.filename or what}, line {e.lineno}: syntax error: {e.msg}", "script")
+    # The deepest frame inside the user's file says where it raised (not importlib's frames).
+    frames = traceback.extract_tb(e.__traceback__)
+    lines = [f.lineno for f in frames if path is not None and f.filename == str(path)]
+    where = f"{what}, line {lines[-1]}" if lines else what
+    detail = f"exit code {e.code}" if isinstance(e, SystemExit) else _first_line(e)
+    return ConfigError(f"capture: {where}: importing it raised {type(e).__name__}: {detail}", "script")
+
+
 def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: Callable | str, options: dict,
-               warmup: int, steps: int) -> None:
+               warmup: int, steps: int, timeout_s: float, timed_out: Any) -> None:
     import torch
     import torch.distributed as dist
 
@@ -251,9 +275,12 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
     torch.set_num_threads(1)  # ranks share the machine's cores
     cuda = backend == "nccl"
     if cuda:
-        torch.cuda.set_device(rank % torch.cuda.device_count())
+        torch.cuda.set_device(rank)  # one GPU per rank: checked before spawning
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
-    dist.init_process_group(backend, rank=rank, world_size=world, device_id=device if cuda else None)
+    # The timeout ends a rank stuck in a collective or recv that no other rank matches (gloo's
+    # default is 30 min): the capture otherwise hangs.
+    dist.init_process_group(backend, rank=rank, world_size=world, device_id=device if cuda else None,
+                            timeout=datetime.timedelta(seconds=timeout_s))
     try:
         ctx = RankContext(rank, world, backend, device, Path(out),
                           recorded_steps=tuple(range(warmup, warmup + steps)))
@@ -265,6 +292,12 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
                 if cuda:
                     torch.cuda.synchronize()
         dist.barrier()
+    except Exception as e:
+        # gloo: "Timed out waiting 3000ms for recv operation to complete". Said before the process
+        # group closes: its peers then fail with "Connection closed by peer" and may be reported first.
+        if "timed out" in str(e).lower():
+            timed_out.set()
+        raise
     finally:
         dist.destroy_process_group()
 
@@ -272,14 +305,72 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
 # Every local rank is a process with its own copy of the model: past this one machine thrashes.
 MAX_LOCAL_RANKS = 256
 MAX_STEPS = 10_000
+# Seconds a rank waits in one collective (or send/recv) for the other ranks before it fails.
+COLLECTIVE_TIMEOUT_S = 300.0
+MAX_COLLECTIVE_TIMEOUT_S = 86_400
+# A built-in workload is refused when its estimated memory exceeds this share of what is available.
+MEMORY_SHARE = 0.8
+
+
+def available_memory() -> int | None:
+    """Bytes of host memory new processes can still take: MemAvailable, lowered to the cgroup's limit
+    left (a container), else the free physical pages; None when none can be read."""
+    avail = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            avail = min(avail, int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    return max(avail, 0)
+
+
+def _size(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _check_memory(fn: Callable, world: int, backend: str, options: dict[str, Any]) -> None:
+    """Refuse a built-in workload whose ranks cannot fit in memory, before they start (they would
+    swap, or be killed one by one by the OOM killer)."""
+    import torch
+
+    per_rank = fn.memory_bytes(world, options)
+    name, sizes = getattr(fn, "workload_name", fn.__name__), fn.size_options
+    sizes = f"{', '.join(sizes[:-1])} or {sizes[-1]}" if len(sizes) > 1 else sizes[0]
+    if backend == "nccl":  # one rank per GPU: its model lives in that GPU's memory
+        total = torch.cuda.get_device_properties(0).total_memory
+        if per_rank > MEMORY_SHARE * total:
+            raise ConfigError(f"capture: {name} needs about {_size(per_rank)} per rank (parameters, gradients and "
+                              f"activations), more than {MEMORY_SHARE:.0%} of the GPU's {_size(total)}; "
+                              f"lower the options {sizes}", "option")
+        return
+    avail = available_memory()
+    if avail is not None and per_rank * world > MEMORY_SHARE * avail:
+        raise ConfigError(f"capture: {name} needs about {_size(per_rank)} per rank (parameters, gradients and "
+                          f"activations) x {world} local ranks = {_size(per_rank * world)}, more than "
+                          f"{MEMORY_SHARE:.0%} of the {_size(avail)} of memory available; lower the options {sizes}, "
+                          f"or the ranks", "option")
 
 
 def capture(build: Callable | str, out: str | Path, world: int, backend: str = "gloo", warmup: int = 1,
-            steps: int = 1, **options: Any) -> Path:
+            steps: int = 1, *, collective_timeout: float = COLLECTIVE_TIMEOUT_S, **options: Any) -> Path:
     """Run `build(ctx, **options)` -> step function on `world` local ranks and profile its steps.
 
     `build` is a module-level function (child processes import it) or its name as
-    `script.py:func` / `module:func`. Returns the absolute output directory.
+    `script.py:func` / `module:func`. A rank waiting more than `collective_timeout` seconds in
+    one collective or send/recv fails the capture (the ranks' steps do not match).
+    Returns the absolute output directory.
     """
     import torch
     import torch.multiprocessing as mp
@@ -292,23 +383,47 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
         raise ConfigError(f"capture: need warmup >= 0 and steps >= 1 (got warmup={warmup}, steps={steps})", "steps")
     if warmup > MAX_STEPS or steps > MAX_STEPS:  # each rank lists its steps: 10^14 was a MemoryError in every rank
         raise ConfigError(f"capture: warmup and steps must be at most {MAX_STEPS:,} (got warmup={warmup}, steps={steps})", "steps")
-    if backend == "nccl" and torch.cuda.device_count() < 1:
-        raise ConfigError("capture: backend nccl needs a CUDA GPU and none is visible (use --backend gloo on CPU)",
-                          "backend")
+    t = collective_timeout
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= MAX_COLLECTIVE_TIMEOUT_S:  # NaN fails too
+        raise ConfigError(f"capture: collective_timeout = {t!r}: expected a number of seconds above 0 and at most "
+                          f"{MAX_COLLECTIVE_TIMEOUT_S:,}", "collective_timeout")
+    if backend == "nccl":
+        gpus = torch.cuda.device_count()
+        if gpus < 1:
+            raise ConfigError("capture: backend nccl needs a CUDA GPU and none is visible (use --backend gloo on CPU)",
+                              "backend")
+        if world > gpus:  # else every rank fails in NCCL with "Duplicate GPU detected"
+            raise ConfigError(f"capture: backend nccl needs one GPU per rank (NCCL refuses two ranks on one GPU): "
+                              f"{world} ranks, {gpus} GPU{'s' if gpus > 1 else ''} visible", "world")
     fn = resolve_build(build)
     check_options(fn, options)  # fail here, not in every rank, on a bad name or option
     if check_values := getattr(fn, "check_values", None):  # a built-in workload's option values
         check_values(world, options)
+    if getattr(fn, "memory_bytes", None):  # a built-in workload: its size follows from the options
+        _check_memory(fn, world, backend, options)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     # torch logs "Terminating process N via signal SIGTERM" per surviving rank when one fails:
     # the failure is reported below in one line.
     logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+    name = build if isinstance(build, str) else build.__name__
+    timed_out = mp.get_context("spawn").Event()  # set by a rank whose collective timed out
     try:
-        mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps),
-                 nprocs=world, join=True)
+        mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps, float(t),
+                                   timed_out), nprocs=world, join=True)
     except mp.ProcessRaisedException as e:
         last = str(e).strip().splitlines()[-1]
-        raise CaptureError(f"capture: a rank of {build if isinstance(build, str) else build.__name__} failed: {last}",
+        # The rank's own error says neither why it waited nor which option sets how long.
+        if timed_out.is_set():
+            raise CaptureError(f"capture: a rank of {name} waited longer than the collective timeout ({t:g} s) for "
+                               f"another rank: the ranks' steps do not issue matching collectives or send/recv; if a "
+                               f"step really takes that long, raise collective_timeout (--collective-timeout)",
+                               "collective_timeout") from None
+        raise CaptureError(f"capture: a rank of {name} failed: {last}", "script") from None
+    except mp.ProcessExitedException as e:  # os._exit, a signal (NCCL aborts a rank whose collective timed out)
+        how = f"was killed by {e.signal_name}" if e.signal_name else f"exited with code {e.exit_code}"
+        hint = (f" (nccl also aborts a rank whose collective waited more than the collective timeout, {t:g} s)"
+                if backend == "nccl" and e.signal_name else "")
+        raise CaptureError(f"capture: rank {e.error_index} of {name} {how} before its steps ended{hint}",
                            "script") from None
     return out

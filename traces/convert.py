@@ -114,7 +114,12 @@ def _rank_traces(rank: int, world: int, host: Path, kineto: Path) -> dict[str, A
     files swapped between ranks or taken from another capture converted without a word."""
     traces = {}
     for path, what, key in ((host, "a host (execution) trace", "nodes"), (kineto, "a Kineto trace", "traceEvents")):
-        t = load_json(path, "raw", what)
+        if not path.is_file():
+            raise ConversionError(f"{path}: file not found (expected a capture's raw/ traces)", "raw")
+        try:
+            t = load_json(path, "raw", what)
+        except ConfigError as e:  # corrupt JSON: a conversion error as the rest of this pass raises
+            raise ConversionError(str(e), e.field) from None
         if not isinstance(t, dict) or not isinstance(t.get(key), list):
             raise ConversionError(f"{path}: expected {what}: a JSON object with a list '{key}'", key)
         traces[key] = t

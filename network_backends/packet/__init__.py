@@ -12,6 +12,7 @@ import difflib
 import inspect
 import json
 import math
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -199,9 +200,16 @@ def traffic_file_errors(traffic: str | dict[str, Any]) -> Iterator[None]:
         if path is None:
             raise
         message = str(e).split(": ", 1)[-1]  # without the engine's "flow N: "
-        name = file_field(path, e.field)  # e.g. a connection matrix's `size` for `bytes`
+        name = file_field(path, e.field, e.index)  # e.g. a connection matrix's `size` for `bytes`
         message = message.replace(f"field `{e.field}`", f"field `{name}`")
+        if name in ("start_us", "start"):  # the file writes starts in µs: say the time in them too
+            message = re.sub(r"([0-9]+) ps\b", lambda m: f"{_us(int(m.group(1)))} µs", message)
         raise TrafficFileError(message, path, flow_line(path, e.index), name) from None
+
+
+def _us(ps: int) -> str:
+    """Picoseconds as exact microseconds: 2500000 -> 2.5."""
+    return f"{ps // 10**6}.{ps % 10**6:06d}".rstrip("0").rstrip(".")
 
 
 def run_config(cfg: dict[str, Any], progress: Callable[[int, int], bool | None] | None = None) -> PacketResults:

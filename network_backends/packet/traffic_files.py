@@ -12,13 +12,18 @@ import csv
 import json
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ... import _core
 from ...errors import DuplicateKeyError, TrafficFileError, loads_json, not_a_file
+from ...specs import _DECIMAL, shown
 
-_FLOW_LINE = re.compile(r"^(\d+)->(\d+)((?:\s+\S+\s+\S+)*)\s*$")
+# ASCII digits only (`\d` and str.isdigit also take `²` and other scripts' digits, which int()
+# then refuses or reads; htsim's stoi reads neither).
+_FLOW_LINE = re.compile(r"^([0-9]+)->([0-9]+)((?:\s+\S+\s+\S+)*)\s*$")
+_UINT = re.compile(r"[0-9]+")
 
 
 FLOW_KEYS = ("src", "dst", "bytes", "start_us", "start_ps")
@@ -26,6 +31,8 @@ FLOW_KEYS = ("src", "dst", "bytes", "start_us", "start_ps")
 # 2^62 ps clock): beyond them a file is refused here, by line, not by the engine's reader.
 FIELD_MAX = {"src": 2**32 - 1, "dst": 2**32 - 1, "bytes": 2**63, "start_ps": _core.CLOCK_LIMIT_PS - 1}
 MAX_START_US = FIELD_MAX["start_ps"] // 10**6
+# htsim reads a connection matrix's `size` into an int and aborts past it.
+CM_MAX_SIZE = 2**31 - 1
 
 
 def read_traffic_file(path: str | Path) -> dict[str, Any]:
@@ -41,15 +48,18 @@ def flow_line(path: str | Path, index: int) -> int | None:
     return lines[index] if 0 <= index < len(lines) else None
 
 
-def _read(path: str | Path) -> tuple[dict[str, Any], list[int]]:
-    """The flows of a traffic file and where each is declared (see `flow_line`)."""
+def _read(path: str | Path) -> tuple[dict[str, Any], list[int], list[str]]:
+    """The flows of a traffic file, where each is declared (see `flow_line`) and the field its
+    start is written in (see `file_field`)."""
+    if isinstance(path, str) and not path.strip():  # Path("") is the current folder: "is a folder" misled
+        raise TrafficFileError("the path is empty (expected a .csv, .json or .cm traffic file)", "''", None, "path")
     try:
         return _read_text_file(Path(path))
     except UnicodeDecodeError as e:
         raise TrafficFileError(f"not UTF-8 text (byte {e.start})", str(path), None, "path") from None
 
 
-def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
+def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int], list[str]]:
     if not p.is_file():
         raise TrafficFileError(not_a_file(p, "traffic"), str(p), None, "path")
     suffix = p.suffix.lower()
@@ -62,6 +72,11 @@ def _read_text_file(p: Path) -> tuple[dict[str, Any], list[int]]:
             raise TrafficFileError(f"not valid JSON ({e.msg} at line {e.lineno})", str(p), None, "json") from None
         except DuplicateKeyError as e:
             raise TrafficFileError(str(e), str(p), None, str(e.key)) from None
+        # Another key beside `flows` (a misspelt option, say) would otherwise be ignored silently.
+        extra = [k for k in data if k != "flows"] if isinstance(data, dict) else []
+        if extra:
+            raise TrafficFileError(f"unknown key {extra[0]!r} (expected a list of flows or {{\"flows\": [...]}})",
+                                   str(p), None, extra[0])
         rows = data.get("flows") if isinstance(data, dict) else data
         if not isinstance(rows, list):
             raise TrafficFileError("expected a list of flows or {\"flows\": [...]}", str(p), None, "flows")
@@ -84,8 +99,9 @@ def _csv_rows(p: Path) -> list[tuple[int, dict[str, Any]]]:
         return [(reader.line_num, row) for row in reader]
 
 
-def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], list[int]]:
+def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], list[int], list[str]]:
     out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
+    start_fields: list[str] = []
     for line, row in rows:
         if not isinstance(row, dict):
             raise TrafficFileError("each flow must be an object with src, dst, bytes", path, line, "flow")
@@ -99,33 +115,50 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
         if len(given) == 2:  # which one would be meant?
             raise TrafficFileError("fields `start_us` and `start_ps` both given; expected one start",
                                    path, line, "start_ps")
+        start_fields.append(given[0] if given else "start_us")
         if given == ["start_ps"]:
             out["start_ps"].append(_nonneg_int(row["start_ps"], path, line, "start_ps", FIELD_MAX["start_ps"]))
         else:
-            us = row.get("start_us")
-            try:
-                if isinstance(us, bool):  # JSON's true is no time
-                    raise TypeError
-                start = float(us) if us not in (None, "") else 0.0
-            except (TypeError, ValueError):
-                raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us") from None
-            if not (math.isfinite(start) and start >= 0):
-                raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {us!r}", path, line, "start_us")
-            if start * 1e6 > FIELD_MAX["start_ps"]:
-                raise TrafficFileError(f"field `start_us` must be at most {MAX_START_US} (2^62 ps), got {us!r}", path, line, "start_us")
-            out["start_ps"].append(round(start * 1e6))
+            out["start_ps"].append(_start_us_ps(row.get("start_us"), path, line))
     if not out["src"]:
         raise TrafficFileError("no flows in file", path, None, "flows")
-    return {"kind": "flows", **out}, [line for line, _ in rows]
+    return {"kind": "flows", **out}, [line for line, _ in rows], start_fields
+
+
+def _start_us_ps(us: Any, path: str, line: int) -> int:
+    """A `start_us` value in picoseconds, read exactly: a float rounded a start below 1 ps to 0
+    and overflowed on a JSON integer of hundreds of digits."""
+    if us in (None, ""):
+        return 0
+    if isinstance(us, bool) or not isinstance(us, (int, float, str)):  # JSON's true is no time
+        raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us")
+    if isinstance(us, float) and not math.isfinite(us):  # a JSON 1e400 is read as inf
+        raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {us!r}", path, line, "start_us")
+    # ASCII decimal syntax only: float() also read `1_000` and other scripts' digits.
+    if isinstance(us, str) and not _DECIMAL.fullmatch(us.strip()):
+        raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us")
+    exact = Fraction(repr(us) if isinstance(us, float) else us.strip() if isinstance(us, str) else us) * 10**6
+    if exact < 0:
+        raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {shown(us)}", path, line, "start_us")
+    if exact > FIELD_MAX["start_ps"]:
+        raise TrafficFileError(f"field `start_us` must be at most {MAX_START_US} (2^62 ps), got {shown(us)}", path, line, "start_us")
+    if exact.denominator != 1:
+        raise TrafficFileError(f"field `start_us` must be a whole number of picoseconds (at most 6 decimals), "
+                               f"got {us!r}", path, line, "start_us")
+    return int(exact)
 
 
 def _nonneg_int(value: Any, path: str, line: int, field: str, limit: int) -> int:
-    try:
-        v = int(str(value).strip())
-    except (TypeError, ValueError):
-        raise TrafficFileError(f"field `{field}` must be a non-negative integer, got {value!r}", path, line, field) from None
+    # A JSON integer as it is; text in ASCII digits only: int() also reads `1_000` and other
+    # scripts' digits, which neither htsim nor a spreadsheet reads as that number.
+    if isinstance(value, int) and not isinstance(value, bool):
+        v = value
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+        v = int(value.strip())
+    else:
+        raise TrafficFileError(f"field `{field}` must be a non-negative integer, got {value!r}", path, line, field)
     if not 0 <= v <= limit:
-        raise TrafficFileError(f"field `{field}` must be in 0..{limit}, got {v}", path, line, field)
+        raise TrafficFileError(f"field `{field}` must be in 0..{limit}, got {shown(v)}", path, line, field)
     return v
 
 
@@ -139,9 +172,15 @@ CM_FIELDS = {"bytes": "size", "start_ps": "start"}
 CM_SUFFIXES = (".cm", ".txt")
 
 
-def file_field(path: str | Path, field: str) -> str:
-    """What the traffic file at `path` calls the engine's flow field `field`."""
-    return CM_FIELDS.get(field, field) if Path(path).suffix.lower() in CM_SUFFIXES else field
+def file_field(path: str | Path, field: str, index: int | None = None) -> str:
+    """What the traffic file at `path` calls the engine's flow field `field` (for `start_ps`,
+    the field flow `index` writes its start in: `start_us` unless it gives `start_ps`)."""
+    if Path(path).suffix.lower() in CM_SUFFIXES:
+        return CM_FIELDS.get(field, field)
+    if field == "start_ps" and index is not None:
+        starts = _read(path)[2]
+        return starts[index] if 0 <= index < len(starts) else field
+    return field
 
 
 def connection_matrix_nodes(path: str | Path) -> tuple[int, int] | None:
@@ -152,14 +191,14 @@ def connection_matrix_nodes(path: str | Path) -> tuple[int, int] | None:
     with open(path, encoding="utf-8") as f:
         for line_no, raw in enumerate(f, start=1):
             parts = raw.split("#", 1)[0].split()
-            if parts[:1] == ["Nodes"] and len(parts) == 2 and parts[1].isdigit():
+            if parts[:1] == ["Nodes"] and len(parts) == 2 and _UINT.fullmatch(parts[1]):
                 return int(parts[1]), line_no
             if parts and _FLOW_LINE.match(" ".join(parts)):
                 return None
     return None
 
 
-def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]]:
+def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int], list[str]]:
     p = str(path)
     lines: list[int] = []
     nodes = connections = None
@@ -173,10 +212,13 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
         head = line.split()[0]
         if head in ("Nodes", "Connections", "Triggers", "Failures"):
             parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit():
+            if len(parts) != 2 or not _UINT.fullmatch(parts[1]):
                 raise TrafficFileError(f"expected `{head} <count>`, got {line!r}", p, line_no, head)
             if head in header_lines:
                 raise TrafficFileError(f"`{head}` given twice (also on line {header_lines[head]})", p, line_no, head)
+            if lines:  # htsim reads headers before flows; a late `Nodes` also escaped the host check
+                raise TrafficFileError(f"`{head}` after the first flow (line {lines[0]}); headers come before flows",
+                                       p, line_no, head)
             header_lines[head] = line_no
             if head == "Nodes":
                 nodes = int(parts[1])
@@ -211,11 +253,14 @@ def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int]
             raise TrafficFileError(f"host {max(src, dst)} is outside `Nodes {nodes}`", p, line_no, "Nodes")
         out["src"].append(src)
         out["dst"].append(dst)
-        out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size", FIELD_MAX["bytes"]))
+        out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size", CM_MAX_SIZE))
         out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start", MAX_START_US) * 1_000_000)
+        # htsim exits: "Flow ID zero is not allowed" (checked last: a line's bad values come first).
+        if "id" in fields and flow_id == 0:
+            raise TrafficFileError("flow id 0 is not allowed (htsim's ids start at 1)", p, line_no, "id")
         lines.append(line_no)
     if connections is not None and connections != len(out["src"]):
         raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")
     if not out["src"]:
         raise TrafficFileError("no flows in file", p, None, "flows")
-    return {"kind": "flows", **out}, lines
+    return {"kind": "flows", **out}, lines, ["start"] * len(lines)

@@ -21,13 +21,22 @@ def _whole(workload: str, options: dict, key: str, low: int, high: int = MAX_SIZ
     return value
 
 
-def _check_llama(world: int, options: dict) -> None:
-    for key in options:
-        _whole("fsdp-llama", options, key, 1)
-    c = {**asdict(tiny_llama.TinyLlamaConfig()), **options}
-    if c["dim"] % c["heads"] or c["heads"] % c["kv_heads"]:
-        raise ConfigError(f"capture: fsdp-llama options heads = {c['heads']} must divide dim = {c['dim']}, and "
-                          f"kv_heads = {c['kv_heads']} must divide heads", "option")
+def _llama_checker(workload: str) -> Callable[[int, dict], None]:
+    """The option check of fsdp1-llama or fsdp2-llama, naming the workload the user chose."""
+
+    def check(world: int, options: dict) -> None:
+        for key in options:
+            _whole(workload, options, key, 1)
+        c = {**asdict(tiny_llama.TinyLlamaConfig()), **options}
+        if c["dim"] % c["heads"] or c["heads"] % c["kv_heads"]:
+            raise ConfigError(f"capture: {workload} options heads = {c['heads']} must divide dim = {c['dim']}, and "
+                              f"kv_heads = {c['kv_heads']} must divide heads", "option")
+
+    return check
+
+
+def _llama_memory(world: int, options: dict) -> int:
+    return tiny_llama.memory_bytes(tiny_llama.TinyLlamaConfig(**options), world)
 
 
 def _check_moe(world: int, options: dict) -> None:
@@ -43,8 +52,16 @@ def _check_moe(world: int, options: dict) -> None:
         raise ConfigError(f"capture: moe option ep = {ep}: expected 0 (the world) or a divisor of the world ({world})", "option")
 
 
-tiny_llama.build_fsdp2.check_values = tiny_llama.build_fsdp1.check_values = _check_llama
+tiny_llama.build_fsdp2.check_values = _llama_checker("fsdp2-llama")
+tiny_llama.build_fsdp1.check_values = _llama_checker("fsdp1-llama")
 moe.build.check_values = _check_moe
+# What `capture` needs to refuse a model too large for memory before ranks start (checked values only).
+tiny_llama.build_fsdp2.workload_name, tiny_llama.build_fsdp1.workload_name, moe.build.workload_name = \
+    "fsdp2-llama", "fsdp1-llama", "moe"
+tiny_llama.build_fsdp2.memory_bytes = tiny_llama.build_fsdp1.memory_bytes = _llama_memory
+moe.build.memory_bytes = lambda world, options: moe.memory_bytes(world, **options)
+tiny_llama.build_fsdp2.size_options = tiny_llama.build_fsdp1.size_options = ["dim", "ffn", "layers", "vocab", "seq", "batch"]
+moe.build.size_options = ["tokens", "dim", "ffn"]
 
 WORKLOADS: dict[str, Callable] = {
     "fsdp2-llama": tiny_llama.build_fsdp2,

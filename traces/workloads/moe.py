@@ -32,6 +32,19 @@ class _AllToAll(torch.autograd.Function):
         return back, None, None, None
 
 
+def memory_bytes(world: int, tokens: int = 16, dim: int = 8, ffn: int = 16, ep: int = 0, **_) -> int:
+    """Estimated peak bytes of one rank (fp32; SGD without momentum keeps no optimizer state): the
+    router and this rank's expert (not sharded) with their gradients and the flat copy the expert's
+    replicas all-reduce, and the activations, counting the most tokens the expert can receive
+    (every peer of its group routing all of its tokens to it)."""
+    ep = ep or world
+    expert = 2 * dim * ffn + ffn + dim
+    params = dim * ep + expert
+    received = tokens * ep
+    activations = tokens * (6 * dim + 3 * ep) + received * (3 * dim + 2 * ffn)
+    return 4 * (2 * params + expert + activations)
+
+
 def build(ctx, tokens: int = 16, dim: int = 8, ffn: int = 16, delay_rank: int = -1, delay_ms: float = 0.0,
           ep: int = 0):
     """`delay_rank` sleeps `delay_ms` before the dispatch, to make its peers wait (a straggler).

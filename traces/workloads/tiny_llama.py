@@ -73,6 +73,31 @@ class TinyLlama(nn.Module):
         return self.head(self.norm(x))
 
 
+FP32 = 4
+
+
+def parameter_counts(c: TinyLlamaConfig) -> tuple[int, int, int]:
+    """(whole model, one block, the root: embedding, final norm and head) in parameters."""
+    kv = c.dim // c.heads * c.kv_heads
+    block = 2 * c.dim * c.dim + 2 * c.dim * kv + 3 * c.dim * c.ffn + 2 * c.dim
+    root = 2 * c.vocab * c.dim + c.dim
+    return c.layers * block + root, block, root
+
+
+def memory_bytes(c: TinyLlamaConfig, world: int) -> int:
+    """Estimated peak bytes of one rank (fp32; SGD without momentum keeps no optimizer state).
+
+    Every rank builds the whole model before sharding it. During a step it holds its shards of
+    the parameters and gradients, one FSDP unit gathered whole with its whole gradient, and the
+    activations saved for backward: per token about 10 dim + 4 ffn floats a block, plus the
+    log-softmax over the vocabulary (measured with saved-tensor hooks; no seq^2 term: the CPU and
+    flash SDPA kernels keep none)."""
+    total, block, root = parameter_counts(c)
+    activations = c.batch * c.seq * (c.layers * (10 * c.dim + 4 * c.ffn) + c.vocab + 4 * c.dim)
+    step = 2 * -(-total // world) + 2 * max(block, root) + activations
+    return FP32 * max(total, step)
+
+
 def _train_step(ctx, model: nn.Module, c: TinyLlamaConfig):
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(1000 + ctx.rank)  # each rank its own data, as in data parallelism
