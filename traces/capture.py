@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError
+from .synthesis import MEMORY_SHARE, available_memory
 
 BACKENDS = ("gloo", "nccl")
 
@@ -308,32 +309,6 @@ MAX_STEPS = 10_000
 # Seconds a rank waits in one collective (or send/recv) for the other ranks before it fails.
 COLLECTIVE_TIMEOUT_S = 300.0
 MAX_COLLECTIVE_TIMEOUT_S = 86_400
-# A built-in workload is refused when its estimated memory exceeds this share of what is available.
-MEMORY_SHARE = 0.8
-
-
-def available_memory() -> int | None:
-    """Bytes of host memory new processes can still take: MemAvailable, lowered to the cgroup's limit
-    left (a container), else the free physical pages; None when none can be read."""
-    avail = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                avail = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            return None
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            avail = min(avail, int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
-    except (OSError, ValueError):
-        pass
-    return max(avail, 0)
 
 
 def _size(n: float) -> str:
@@ -355,8 +330,8 @@ def _check_memory(fn: Callable, world: int, backend: str, options: dict[str, Any
                               f"activations), more than {MEMORY_SHARE:.0%} of the GPU's {_size(total)}; "
                               f"lower the options {sizes}", "option")
         return
-    avail = available_memory()
-    if avail is not None and per_rank * world > MEMORY_SHARE * avail:
+    avail = available_memory()  # the share synthesis may take too
+    if per_rank * world > MEMORY_SHARE * avail:
         raise ConfigError(f"capture: {name} needs about {_size(per_rank)} per rank (parameters, gradients and "
                           f"activations) x {world} local ranks = {_size(per_rank * world)}, more than "
                           f"{MEMORY_SHARE:.0%} of the {_size(avail)} of memory available; lower the options {sizes}, "

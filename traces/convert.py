@@ -139,6 +139,7 @@ def _rank_traces(rank: int, world: int, host: Path, kineto: Path) -> dict[str, A
 
 
 def chakra_link(rank: int, host: Path, kineto: Path, out: Path) -> None:
+    """Chakra's linker on one rank's raw files (`_rank_traces` has checked them)."""
     _provide_et_replay()
     from chakra.src.trace_link.trace_linker import TraceLinker
 
@@ -146,9 +147,6 @@ def chakra_link(rank: int, host: Path, kineto: Path, out: Path) -> None:
         def load_sync_dependencies(self, rank: int, kineto_file: str, *a: Any, **k: Any) -> dict[int, list[int]]:
             return kineto_sync_dependencies(json.loads(Path(kineto_file).read_text()))
 
-    for p in (host, kineto):
-        if not p.is_file():
-            raise ConversionError(f"{p}: file not found (expected a capture's raw/ traces)", "raw")
     logging.getLogger().setLevel(logging.WARNING)  # Chakra's linker logs every step at INFO on the root logger
     try:
         Linker().link(rank, str(host.resolve()), str(kineto.resolve()), str(out.resolve()))

@@ -667,11 +667,20 @@ def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synth
 NODE_BYTES, REF_BYTES = 1100, 8
 
 
-def memory_budget() -> int:
-    """Bytes a synthesis may hold: most of the memory this machine has free."""
+# Share of the free memory a synthesis, or a capture's ranks, may take.
+MEMORY_SHARE = 0.8
+
+
+def available_memory() -> int:
+    """Bytes of memory this machine has free."""
     import psutil
 
-    return int(psutil.virtual_memory().available * 0.8)
+    return int(psutil.virtual_memory().available)
+
+
+def memory_budget() -> int:
+    """Bytes a synthesis may hold: most of the memory this machine has free."""
+    return int(available_memory() * MEMORY_SHARE)
 
 
 def memory_estimate(plan: Plan, first: tuple[tuple, list[EtNode]], distinct: int, shared: bool) -> int:

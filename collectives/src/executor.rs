@@ -310,15 +310,12 @@ fn rank_rt(r: &crate::workload::RankInput) -> RankRt {
         computing: [false; 2],
         compute_ps: 0,
         compute_intervals: {
-            let cpu = r
-                .nodes
-                .iter()
-                .filter(|nd| nd.kind == NodeKind::Compute && nd.cpu);
-            let gpu = r
-                .nodes
-                .iter()
-                .filter(|nd| nd.kind == NodeKind::Compute && !nd.cpu);
-            (cpu.count() > 0 && gpu.count() > 0).then(Vec::new)
+            let on = |cpu: bool| {
+                r.nodes
+                    .iter()
+                    .any(|nd| nd.kind == NodeKind::Compute && nd.cpu == cpu)
+            };
+            (on(true) && on(false)).then(Vec::new)
         },
         comm_intervals: Vec::new(),
         wall: 0,

@@ -77,11 +77,12 @@ FP32 = 4
 
 
 def parameter_counts(c: TinyLlamaConfig) -> tuple[int, int, int]:
-    """(whole model, one block, the root: embedding, final norm and head) in parameters."""
-    kv = c.dim // c.heads * c.kv_heads
-    block = 2 * c.dim * c.dim + 2 * c.dim * kv + 3 * c.dim * c.ffn + 2 * c.dim
-    root = 2 * c.vocab * c.dim + c.dim
-    return c.layers * block + root, block, root
+    """(whole model, one block, the root: embedding, final norm and head) in parameters, by the
+    zoo's formulas for the same shape (traces/models.py)."""
+    from ..models import ModelSpec
+
+    m = ModelSpec("tiny-llama", "llama", c.layers, c.dim, c.ffn, c.heads, c.kv_heads, c.vocab)
+    return m.total_params(), m.layer_params(), m.embedding_params() + m.final_norm_params() + m.head_params()
 
 
 def memory_bytes(c: TinyLlamaConfig, world: int) -> int:
