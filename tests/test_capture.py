@@ -367,6 +367,8 @@ def test_measured_durations_carry_the_captured_compute_onto_synthesized_traces(f
     iteration lie between the slowest rank's compute (a lower bound) and the lock-step time
     (every collective a barrier: sum over intervals of the slowest rank's compute, plus every
     collective's time, an upper bound); synthesis may overlap more than gloo's blocking calls."""
+    from dataclasses import replace
+
     from tracefabric.errors import ConfigError
     from tracefabric.iteration import simulate
     from tracefabric.traces.measured import intervals, measured_durations
@@ -405,6 +407,15 @@ def test_measured_durations_carry_the_captured_compute_onto_synthesized_traces(f
     assert walls[roofline] < 0.01 * walls[fsdp2]  # an H100 roofline vs ops measured on a 2-core CPU
     with pytest.raises(ConfigError, match="communication node #0 is ALL_TO_ALL in the captured trace but ALL_GATHER"):
         measured_durations(synthesize(get_model("tiny-llama"), plan(2)), moe)
+    # Another model with the same sequence (FFN 48 instead of 64) was accepted. A layer unit
+    # gathers, in fp32: q and o (dim^2 each), k and v (dim x kv_heads x head_dim each), three
+    # FFN projections (dim x ffn) and two norms (dim).
+    narrow = replace(get_model("tiny-llama"), ffn=48)
+    per_layer = lambda ffn: FP32 * (2 * c.dim * c.dim + 2 * c.dim * (c.dim // c.heads * c.kv_heads)  # noqa: E731
+                                    + 3 * c.dim * ffn + 2 * c.dim)
+    assert per_layer(64) == 37_120
+    with pytest.raises(ConfigError, match=f"#1 \\(ALL_GATHER\\) has comm_size 37,120 B in the captured trace but {per_layer(48):,} B"):
+        measured_durations(synthesize(narrow, plan(2)), fsdp2)
 
 
 def test_expert_parallel_capture_names_every_group_and_rescales_by_group_shape(moe_ep3, tmp_path):
@@ -495,6 +506,21 @@ def test_a_failing_user_step_is_reported_with_its_error(tmp_path):
                       "    return step\n")
     with pytest.raises(CaptureError, match="a rank of .*bad.py:build failed: RuntimeError: shape mismatch in my model"):
         capture(f"{script}:build", tmp_path / "out", world=2)
+
+
+@pytest.mark.parametrize("returned,what", [("None", "None"), ("ctx.world", "a value of type int"),
+                                           ("torch.zeros(2)", "a value of type Tensor")])
+def test_a_build_function_returning_no_step_is_named_once(tmp_path, returned, what):
+    # Each rank failed at its first step as "TypeError: 'NoneType' object is not callable".
+    from tracefabric.traces.capture import CaptureError
+
+    script = tmp_path / "nostep.py"
+    script.write_text(f"import torch\ndef build(ctx):\n    model = torch.nn.Linear(2, 2)\n    return {returned}\n")
+    with pytest.raises(CaptureError, match=rf"^capture: {script}:build returned {what}: expected a callable that runs "
+                                           r"one training step \(build\(ctx\) -> step\)$") as e:
+        capture(f"{script}:build", tmp_path / "out", world=2)
+    assert e.value.field == "script"
+    assert not (tmp_path / "out" / "raw").exists()  # refused before the profiler wrote a trace
 
 
 def test_process_groups_merge_what_each_rank_saw(tmp_path):

@@ -60,6 +60,18 @@ def test_compare_writes_table_chart_and_matches_the_api(tmp_path):
         assert f" {row.cct_us:.2f} " in res.output and f" {row.cct_increase_pct:.2f} % " in res.output
 
 
+def test_compare_keeps_the_order_traffics_and_schemes_were_given_in():
+    # Traffics were sorted alphabetically: the chart's panels came out in another order.
+    from tracefabric.compare import compare, summarize
+
+    traffics, schemes = ["permutation:size=64KiB", "all-to-all:size=4KiB"], ["reps", "ecmp"]
+    summary = summarize(compare(schemes, traffics, topology="fat-tree:k=4", seeds=[1, 2]))
+    assert list(zip(summary.traffic, summary.scheme)) == [(t, s) for t in traffics for s in schemes]
+    for row in summary.itertuples():
+        mean = sum(simulate("fat-tree:k=4", row.traffic, scheme=row.scheme, seed=seed).cct_us for seed in (1, 2)) / 2
+        assert row.seeds == 2 and abs(row.cct_us - mean) < 1e-9
+
+
 def test_run_writes_per_flow_results(tmp_path):
     out = tmp_path / "flows.parquet"
     res = runner.invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--traffic", "all-to-all:size=16KiB",

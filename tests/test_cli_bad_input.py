@@ -57,6 +57,20 @@ def test_compare_refuses_a_scheme_or_traffic_listed_twice(tmp_path):
     # An empty entry was dropped without a word: the comparison ran without the scheme meant.
     line = _one_line(_cli("net", "compare", *FAST, "--schemes", "ecmp,,reps", "--out", str(tmp_path / "c")))
     assert line == "error: --schemes 'ecmp,,reps': entry 2 is empty (expected comma-separated scheme names)"
+    # The same traffic written two ways was two identical panels.
+    line = _one_line(_cli("net", "compare", *FAST, "--traffic", "permutation:size=4096", "--schemes", "ecmp",
+                          "--out", str(tmp_path / "d")))
+    assert line == ("error: compare: `traffic` lists 'permutation:size=4KiB' and 'permutation:size=4096', "
+                    "the same traffic (expected each once)")
+    # The engine's own checks (16 hosts on k = 4; a flow file's hosts) ran only as each run
+    # started, so a bad last traffic lost the runs already finished.
+    flows = tmp_path.parent / f"{tmp_path.name}_flows.csv"
+    flows.write_text("src,dst,bytes,start_us\n0,1,4096,0\n2,16,4096,0\n")
+    for bad, expected in ((f"file:{flows}", f"error: {flows}:3: field `dst` is host 16, but the topology has hosts 0..15"),
+                          ("incast:senders=16,size=4KiB", "error: invalid config field `traffic.senders`: must be between 1 and 15 for 16 hosts")):
+        line = _one_line(_cli("net", "compare", *FAST, "--traffic", bad, "--schemes", "ecmp,reps",
+                              "--out", str(tmp_path / "e")))
+        assert line == expected
     # Nothing is created for a refused plan (the output folder was made before the check).
     assert not list(tmp_path.iterdir())
 

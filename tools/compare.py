@@ -3,13 +3,14 @@ seeds, tabulate CCT against the lower bound, and draw the OFAN paper's Fig. 1 st
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
 from .errors import ConfigError
-from .network_backends.packet import build_config, run_config, traffic_file_errors
+from .network_backends.packet import build_config, check_config, run_config, traffic_file_errors
 
 DEFAULT_SCHEMES = ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"]
 
@@ -34,7 +35,20 @@ def compare(
         # A repeat would be averaged in as an extra seed: the summary's `seeds` and means go wrong.
         if twice := next((x for i, x in enumerate(given) if x in given[:i]), None):
             raise ConfigError(f"compare: `{name}` lists {twice!r} twice (expected each once)", name)
-    plan = [(t, s, seed, build_config(topology, t, scheme=s, seed=seed, **config)) for t in traffics for s in schemes for seed in seeds]
+    # Each traffic is read once (a flow file may be large) and, per scheme, built by the
+    # engine (incast senders, a file's hosts, scheme parameters) before the first run.
+    plan, seen = [], {}
+    for t in traffics:
+        first = build_config(topology, t, scheme=schemes[0], seed=seeds[0], **config)["traffic"]
+        key = json.dumps(first, sort_keys=True)
+        if key in seen:  # `size=8KiB` and `size=8192`: one panel twice
+            raise ConfigError(f"compare: `traffic` lists {seen[key]!r} and {t!r}, the same traffic (expected each once)", "traffic")
+        seen[key] = t
+        for s in schemes:
+            cfgs = [build_config(topology, first, scheme=s, seed=seed, **config) for seed in seeds]
+            with traffic_file_errors(t):
+                check_config(cfgs[0])
+            plan += [(t, s, seed, cfg) for seed, cfg in zip(seeds, cfgs)]
     if before_runs:
         before_runs()
     rows = []
@@ -47,8 +61,8 @@ def compare(
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean over seeds per (traffic, scheme), in the order the schemes were given."""
-    order = {s: i for i, s in enumerate(dict.fromkeys(runs["scheme"]))}
+    """Mean over seeds per (traffic, scheme), in the order the traffics and schemes were given."""
+    order = {c: {v: i for i, v in enumerate(dict.fromkeys(runs[c]))} for c in ("traffic", "scheme")}
     g = runs.groupby(["traffic", "scheme"], sort=False)
     out = g.agg(
         seeds=("seed", "count"),
@@ -62,7 +76,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         queue_pairs=("queue_pairs", "max"),
         pointers=("pointers", "max"),
     ).reset_index()
-    return out.sort_values(["traffic", "scheme"], key=lambda c: c.map(order) if c.name == "scheme" else c, kind="stable").reset_index(drop=True)
+    return out.sort_values(["traffic", "scheme"], key=lambda c: c.map(order[c.name]), kind="stable").reset_index(drop=True)
 
 
 def plot(summary: pd.DataFrame, path: str | Path, title: str = "") -> Path:

@@ -267,6 +267,10 @@ def _import_error(what: str, e: BaseException, path: Path | None) -> ConfigError
     return ConfigError(f"capture: {where}: importing it raised {type(e).__name__}: {detail}", "script")
 
 
+def _name(build: Callable | str) -> str:
+    return build if isinstance(build, str) else getattr(build, "__name__", repr(build))
+
+
 def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: Callable | str, options: dict,
                warmup: int, steps: int, timeout_s: float, timed_out: Any) -> None:
     import torch
@@ -286,6 +290,10 @@ def _rank_main(rank: int, world: int, backend: str, port: int, out: str, build: 
         ctx = RankContext(rank, world, backend, device, Path(out),
                           recorded_steps=tuple(range(warmup, warmup + steps)))
         step = resolve_build(build)(ctx, **options)
+        if not callable(step):  # else every rank fails at its first step with "'NoneType' object is not callable"
+            what = "None" if step is None else f"a value of type {type(step).__name__}"
+            raise CaptureError(f"capture: {_name(build)} returned {what}: expected a callable that runs one training "
+                               "step (build(ctx) -> step)", "script")
         with TraceCapture(out, rank, warmup, steps, cuda=cuda, records=ctx.records, meta=options) as cap:
             for i in cap.steps():
                 ctx.step_index = i
@@ -381,13 +389,16 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
     # torch logs "Terminating process N via signal SIGTERM" per surviving rank when one fails:
     # the failure is reported below in one line.
     logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
-    name = build if isinstance(build, str) else build.__name__
+    name = _name(build)
     timed_out = mp.get_context("spawn").Event()  # set by a rank whose collective timed out
     try:
         mp.spawn(_rank_main, args=(world, backend, _free_port(), str(out), build, options, warmup, steps, float(t),
                                    timed_out), nprocs=world, join=True)
     except mp.ProcessRaisedException as e:
         last = str(e).strip().splitlines()[-1]
+        kind, _, message = last.partition(": ")
+        if kind == f"{CaptureError.__module__}.{CaptureError.__qualname__}":  # a rank's own check: already one line
+            raise CaptureError(message, "script") from None
         # The rank's own error says neither why it waited nor which option sets how long.
         if timed_out.is_set():
             raise CaptureError(f"capture: a rank of {name} waited longer than the collective timeout ({t:g} s) for "

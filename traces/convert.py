@@ -15,7 +15,10 @@ Chakra's own tools do the linking and the conversion (`chakra.src.trace_link.Tra
   operator says (gloo runs a reduce-scatter as `gloo:all_reduce`: the backend's name is not the
   collective), with `comm_size` in the simulator's convention (below), `pg_name`, the group's
   ranks (comm-group JSON and the trace's process-group metadata node), per-peer split sizes for
-  all-to-all(v), and completion edges to the operators that consume its result.
+  all-to-all(v), and completion edges to the operators that consume its result (on a GPU: to
+  the kernels they launch; the CPU does not wait for NCCL).
+* Chakra leaves the kernels of one CUDA stream unordered; they run in launch order (FIFO), so
+  each GPU node depends on the one before it on its stream.
 * Durations: a collective's measured time on one rank includes waiting for its slowest peer.
   Ranks' clocks are aligned (median offset of collective end times); a collective starts when
   its last rank arrives, so its own time is end - max(start) and the rest is `wait_micros`.
@@ -467,24 +470,47 @@ def rewrite(nodes: list[pb.Node], colls: list[Collective], groups: list[dict], l
     order = [n.id for n in out]
     tid = {i: _attrs_dict(info[i]).get("tid", 0) if i in info else 0 for i in order}
     pos = {i: k for k, i in enumerate(order)}
+    gpu = {i for i in order if info.get(i, {}).get("cat")}  # kernels, copies, fills (Chakra: a Kineto category)
+    children: dict[int, list[dict]] = {}
+    for x in linked["nodes"]:
+        children.setdefault(x.get("ctrl_deps"), []).append(x)
+    # Kernels of one CUDA stream run in launch order: (Kineto start, node) per stream, a collective
+    # standing where its NCCL kernel ran.
+    streams: dict[int, list[tuple[float, int]]] = {}
+    for i in gpu:
+        streams.setdefault(info[i].get("stream", 0), []).append((info[i]["ts"], i))
     for cid, c in colls_by_id.items():
         n = by_id[cid]
         n.type = pb.NodeType.Value(c.kind)
         n.duration_micros = c.attrs["own_micros"]
-        keep = [a for a in n.attr if a.name not in ("is_cpu_op",)]
+        keep = [a for a in n.attr if a.name not in ("is_cpu_op", "stream")]  # the c10d op's stream 0 is Chakra's default
         del n.attr[:]
         n.attr.extend(keep)
         extra: dict[str, Any] = {"is_cpu_op": False, "pg_name": c.group, "comm_size": c.size, **c.attrs}
         if c.comm_type:
             extra["comm_type"] = COMM_TYPES[c.comm_type]
+        kernels = sorted((info[x]["ts"], info[x].get("stream", 0)) for x in c.exec_ids if info.get(x, {}).get("cat"))
+        if kernels:
+            extra["stream"] = kernels[0][1]
+            streams.setdefault(kernels[0][1], []).append((kernels[0][0], cid))
         n.attr.extend(_attr(k, v) for k, v in extra.items())
         if not c.blocking:
-            # Completion edge: the first later op on the same thread that reads the result waits for it.
+            # Completion edge: the first later op on the same thread that reads the result. On a GPU the
+            # CPU does not wait for it: the kernels that op launches do (the stream chain below holds
+            # back the later ones). An op launching none reads the result on the CPU (`.tolist()`) or
+            # only its shape: the op itself waits, as on gloo.
             for j in order[pos[cid] + 1:]:
                 if tid[j] == tid[cid] and j not in colls_by_id and _reads(info.get(j), c.outputs):
-                    if cid not in by_id[j].data_deps:
-                        by_id[j].data_deps.append(cid)
+                    launched = [k["id"] for k in _descendants(j, children) if k["id"] in gpu]
+                    for k in [j] if j in gpu else launched or [j]:
+                        if cid not in by_id[k].data_deps:
+                            by_id[k].data_deps.append(cid)
                     break
+    for chain in streams.values():
+        chain.sort()
+        for (_, a), (_, b) in zip(chain, chain[1:]):
+            if a not in by_id[b].data_deps:
+                by_id[b].data_deps.append(a)
     for n in out:
         if n.name == "## process_group:init ##":
             n.inputs.values = str([json.dumps([{"pg_name": g["pg_name"], "pg_desc": g.get("pg_desc", ""),

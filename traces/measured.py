@@ -9,7 +9,9 @@ their roofline estimates, rounded so the interval's total stays exact. When a sy
 interval has no compute node, its measured time moves to the next interval that has one (the
 last interval's to the previous one), so a rank's total compute always equals the captured
 rank's. Synthesized rank r takes captured rank r mod N (weak scaling: each rank keeps its batch),
-so sizes may differ (a rescaled world) but the sequence of communication types must not.
+so sizes may differ (a rescaled world) but the sequence of communication types must not. On the
+captured world itself sizes must match too (all-to-alls aside: their sizes follow the routing),
+so a capture of another model with the same sequence is refused rather than used.
 """
 
 from __future__ import annotations
@@ -67,11 +69,26 @@ def measured_durations(s: Synthesis, captured: str | Path) -> tuple[Synthesis, d
         key = (id(graph), c)
         if key not in done:
             done[key] = _transfer(graph, cap[c], f"synthesized rank {rank}", f"{traces[c].path}")
+            if len(traces) == len(s.graphs):  # a rescaled world pads FSDP units differently
+                _same_sizes(traces[c].nodes, graph, f"synthesized rank {rank}", f"{traces[c].path}")
         graphs.append(done[key])
         report.append({"rank": rank, "captured_rank": c, "intervals": len(cap[c][1]),
                        "compute_us": sum(n.duration_micros for n in done[key] if n.type == "COMP_NODE"),
                        "captured_compute_us": sum(n.duration_micros for part in cap[c][1] for n in part)})
     return replace(s, graphs=graphs), {"captured": str(captured), "ranks": report}
+
+
+def _same_sizes(captured: list[EtNode], graph: list[EtNode], who: str, where: str) -> None:
+    """Collective sizes in issue order, all-to-alls (routed by the data) left out."""
+    def sizes(nodes: list[EtNode]) -> list[tuple[int, str, int]]:
+        comm = [n for n in sorted(nodes, key=lambda n: n.id) if n.type.startswith("COMM_")]
+        return [(i, _comm_label(n), n.attrs.get("comm_size", 0)) for i, n in enumerate(comm)
+                if _comm_label(n) != "ALL_TO_ALL"]
+    for (i, label, theirs), (_, _, ours) in zip(sizes(captured), sizes(graph)):
+        if theirs != ours:
+            raise ConfigError(f"{where}: communication node #{i} ({label}) has comm_size {theirs:,} B in the captured "
+                              f"trace but {ours:,} B in the {who}: measured durations need the same model and "
+                              "parallelism as the capture", "durations")
 
 
 def _transfer(graph: list[EtNode], captured: tuple[list[str], list[list[EtNode]]], who: str, where: str) -> list[EtNode]:

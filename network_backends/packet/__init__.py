@@ -212,6 +212,14 @@ def _us(ps: int) -> str:
     return f"{ps // 10**6}.{ps % 10**6:06d}".rstrip("0").rstrip(".")
 
 
+def check_config(cfg: dict[str, Any]) -> None:
+    """Raise the error `run_config(cfg)` would raise before its first event, without running."""
+    try:
+        _core.check_packet(json.dumps(cfg))
+    except _core.EngineError as e:
+        raise from_engine(e) from None
+
+
 def run_config(cfg: dict[str, Any], progress: Callable[[int, int], bool | None] | None = None) -> PacketResults:
     """Run an engine config dict as `build_config` makes it."""
     if progress is not None and not callable(progress):

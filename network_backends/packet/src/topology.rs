@@ -362,6 +362,10 @@ impl Builder {
         let mut group_ids: HashMap<Vec<PortId>, GroupId> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
         let mut diameter = 2;
+        // A switch's next hops are mostly the same towards one edge as towards the last
+        // (all uplinks, say): compared in place, not hashed and allocated again.
+        let mut last_group = vec![NO_GROUP; n];
+        let mut hops: Vec<PortId> = Vec::new();
         for edge in 0..n as u32 {
             let ei = edge_index[edge as usize];
             if ei == u32::MAX {
@@ -386,19 +390,23 @@ impl Builder {
                 if self.tier[u] == 1 {
                     diameter = diameter.max(dist[u] + 2);
                 }
-                let hops: Vec<PortId> = node_ports[u]
-                    .iter()
-                    .copied()
-                    .filter(|&p| {
-                        let v = self.ports[p as usize].peer as usize;
-                        self.tier[v] != 0 && dist[v] + 1 == dist[u]
-                    })
-                    .collect();
-                let next = groups.len() as GroupId;
-                let g = *group_ids.entry(hops.clone()).or_insert(next);
-                if g == next {
-                    groups.push(hops);
-                }
+                hops.clear();
+                hops.extend(node_ports[u].iter().copied().filter(|&p| {
+                    let v = self.ports[p as usize].peer as usize;
+                    self.tier[v] != 0 && dist[v] + 1 == dist[u]
+                }));
+                let last = last_group[u];
+                let g = if last != NO_GROUP && groups[last as usize] == hops {
+                    last
+                } else {
+                    let next = groups.len() as GroupId;
+                    let g = *group_ids.entry(hops.clone()).or_insert(next);
+                    if g == next {
+                        groups.push(hops.clone());
+                    }
+                    g
+                };
+                last_group[u] = g;
                 route[(u - n_hosts as usize) * n_edges as usize + ei as usize] = g;
             }
         }

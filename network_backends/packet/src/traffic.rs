@@ -188,24 +188,47 @@ fn derangement(n: u32, seed: u64) -> SimResult<Vec<u32>> {
     }
 }
 
-/// Random permutation in which every host sends to a host in another pod.
+/// Greedy draws tried before the last one is repaired instead of redrawn. Most greedy draws
+/// fail at the end (81 % on k = 8, every one on k = 64), so redrawing alone never ends on
+/// large trees; repairing only the last keeps the earlier draws (all of k <= 8's seeds).
+const INTER_POD_DRAWS: usize = 64;
+
+/// Random permutation in which every host sends to a host in another pod: each source in
+/// turn picks uniformly among the free destinations outside its pod. A source that finds
+/// only its own pod's hosts left (on the last draw) takes one of them and swaps with a
+/// random earlier source whose pod and destination are both elsewhere.
 fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
-    let n = topo.n_hosts as usize;
-    let pod = |h: u32| topo.pod[topo.host_edge[h as usize] as usize];
-    let pods = (0..n as u32)
-        .map(pod)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    if pods < 2 {
+    let pod_of: Vec<usize> = (0..topo.n_hosts as usize)
+        .map(|h| topo.pod[topo.host_edge[h] as usize] as usize)
+        .collect();
+    draw_inter_pod(&pod_of, seed, INTER_POD_DRAWS)
+}
+
+/// The draw for hosts in pods `pod_of`, repairing the `draws`-th greedy draw.
+fn draw_inter_pod(pod_of: &[usize], seed: u64, draws: usize) -> SimResult<Vec<u32>> {
+    let n = pod_of.len();
+    let n_pods = pod_of.iter().max().map_or(0, |&p| p + 1);
+    let mut pod_size = vec![0usize; n_pods];
+    for &p in pod_of {
+        pod_size[p] += 1;
+    }
+    if n_pods < 2 {
         return Err(config_err(
             "traffic.inter_pod",
             "the topology has a single pod",
         ));
     }
+    let largest = pod_size.iter().copied().max().unwrap_or(0);
+    if 2 * largest > n {
+        return Err(config_err(
+            "traffic.inter_pod",
+            format!(
+                "needs every pod to hold at most half of the hosts (largest pod: {largest} of {n})"
+            ),
+        ));
+    }
     let mut rng = derive_rng(seed, "traffic.permutation.inter_pod", 0);
-    let pod_of: Vec<usize> = (0..n as u32).map(|h| pod(h) as usize).collect();
-    let n_pods = pod_of.iter().max().map_or(0, |&p| p + 1);
-    for _attempt in 0..1000 {
+    for attempt in 1..=draws {
         let mut free: Vec<u32> = (0..n as u32).collect();
         free.shuffle(&mut rng);
         // Each pod's positions in `free`, sorted: the k-th free destination outside a pod is
@@ -214,14 +237,38 @@ fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
         for (i, &h) in free.iter().enumerate() {
             at[pod_of[h as usize]].push(i);
         }
+        // Removes free[i] (swap_remove: the last entry moves to position i).
+        let take = |i: usize, free: &mut Vec<u32>, at: &mut [Vec<usize>]| -> u32 {
+            let last = free.len() - 1;
+            let q = &mut at[pod_of[free[i] as usize]];
+            q.remove(q.binary_search(&i).expect("position listed"));
+            if i != last {
+                let q = &mut at[pod_of[free[last] as usize]];
+                q.remove(q.binary_search(&last).expect("position listed"));
+                let to = q.partition_point(|&x| x < i);
+                q.insert(to, i);
+            }
+            free.swap_remove(i)
+        };
         let mut dst = vec![u32::MAX; n];
         let mut ok = true;
-        for s in 0..n as u32 {
-            let p = pod_of[s as usize];
+        for s in 0..n {
+            let p = pod_of[s];
             let outside = free.len() - at[p].len();
             if outside == 0 {
-                ok = false;
-                break;
+                if attempt < draws {
+                    ok = false;
+                    break;
+                }
+                let d = take(rng.gen_range(0..free.len()), &mut free, &mut at);
+                // n - 2 * largest + 1 >= 1 earlier sources qualify (pigeonhole on pod p).
+                let swappable: Vec<usize> = (0..s)
+                    .filter(|&t| pod_of[t] != p && pod_of[dst[t] as usize] != p)
+                    .collect();
+                let t = swappable[rng.gen_range(0..swappable.len())];
+                dst[s] = dst[t];
+                dst[t] = d;
+                continue;
             }
             // The same draw as picking uniformly among the outside positions in index order.
             let k = rng.gen_range(0..outside);
@@ -235,28 +282,13 @@ fn inter_pod_permutation(topo: &Topology, seed: u64) -> SimResult<Vec<u32>> {
                     lo = mid + 1;
                 }
             }
-            let (i, last) = (lo, free.len() - 1);
-            let chosen = free[i];
-            // swap_remove: the last entry moves to position i.
-            let q = &mut at[pod_of[chosen as usize]];
-            q.remove(q.binary_search(&i).expect("position listed"));
-            if i != last {
-                let moved = pod_of[free[last] as usize];
-                let q = &mut at[moved];
-                q.remove(q.binary_search(&last).expect("position listed"));
-                let to = q.partition_point(|&x| x < i);
-                q.insert(to, i);
-            }
-            dst[s as usize] = free.swap_remove(i);
+            dst[s] = take(lo, &mut free, &mut at);
         }
         if ok {
             return Ok(dst);
         }
     }
-    Err(config_err(
-        "traffic.inter_pod",
-        "could not draw an inter-pod permutation",
-    ))
+    unreachable!("the last draw is repaired, never abandoned")
 }
 
 #[cfg(test)]
@@ -264,6 +296,43 @@ mod tests {
     use super::*;
     use crate::config::TopologyConfig;
     use crate::units::{Dur, Rate};
+
+    /// Checks that `d` is a permutation in which every host leaves its pod.
+    fn assert_inter_pod(pod_of: &[usize], d: &[u32]) {
+        let mut seen = vec![false; pod_of.len()];
+        for (s, &x) in d.iter().enumerate() {
+            assert_ne!(pod_of[s], pod_of[x as usize], "host {s} -> {x}");
+            assert!(!std::mem::replace(&mut seen[x as usize], true), "{x} twice");
+        }
+    }
+
+    #[test]
+    fn a_repaired_inter_pod_draw_is_valid_and_impossible_pods_are_refused() {
+        // One draw only, so nearly every seed takes the repair (81 % of greedy draws fail
+        // on k = 8 pods); uneven pods as well, the last holding exactly half the hosts, so
+        // its sources often find only one earlier source to swap with.
+        let k8: Vec<usize> = (0..128).map(|h| h / 16).collect();
+        let uneven: Vec<usize> = [1, 1, 2, 3, 3, 3].into_iter().chain([0; 6]).collect();
+        for pods in [&k8, &uneven] {
+            let mut distinct = std::collections::HashSet::new();
+            for seed in 0..200 {
+                let d = draw_inter_pod(pods, seed, 1).unwrap();
+                assert_inter_pod(pods, &d);
+                distinct.insert(d);
+            }
+            assert!(distinct.len() > 20, "draws vary with the seed");
+        }
+        // A pod holding more than half the hosts has nowhere to send them all.
+        let e = draw_inter_pod(&[0, 0, 0, 1], 1, 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("traffic.inter_pod") && e.contains("largest pod: 3 of 4"),
+            "{e}"
+        );
+        let e = draw_inter_pod(&[0, 0], 1, 64).unwrap_err().to_string();
+        assert!(e.contains("single pod"), "{e}");
+    }
 
     #[test]
     fn permutations_are_derangements_and_all_to_all_rounds_are_permutations() {

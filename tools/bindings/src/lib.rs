@@ -76,6 +76,15 @@ fn to_py_err(e: SimError) -> PyErr {
     ))
 }
 
+/// Build a packet-level simulation (topology, traffic, schemes, every check) without
+/// running it: a comparison checks all its configs before the first run.
+#[pyfunction]
+fn check_packet(py: Python<'_>, config_json: &str) -> PyResult<()> {
+    let cfg = SimConfig::from_json(config_json).map_err(to_py_err)?;
+    py.allow_threads(|| Simulation::new(cfg).map(drop))
+        .map_err(to_py_err)
+}
+
 /// Run one packet-level simulation. `config_json` follows `SimConfig`; `progress`,
 /// if given, is called as progress(done_flows, total_flows) and may return a false value
 /// to cancel.
@@ -504,6 +513,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // One clock limit for every layer, so Python refuses inputs at the same point as Rust.
     m.add("CLOCK_LIMIT_PS", tracefabric_netapi::CLOCK_LIMIT_PS)?;
     m.add_function(wrap_pyfunction!(simulate_packet, m)?)?;
+    m.add_function(wrap_pyfunction!(check_packet, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     Ok(())
