@@ -771,6 +771,77 @@ def test_send_and_recv_inside_a_group_name_global_ranks_and_barriers_run(tmp_pat
     assert r.collectives[["kind", "bytes"]].values.tolist() == [["all_reduce", 100], ["all_reduce", 0]]
 
 
+P2P_STEP = '''
+import torch, torch.distributed as dist
+
+def build(ctx):
+    w = torch.randn(256, 256)
+    def step():
+        x = torch.randn(64, 256)
+        if ctx.rank == 0:
+            req = dist.isend(torch.ones(1 << 22), dst=1)     # 16 MiB, overlapped with the matmuls
+            y = x @ w @ w @ w
+            req.wait()
+            dist.send(torch.ones(1 << 16), dst=1)            # 256 KiB, blocking
+            z = x @ w
+        else:
+            buf = torch.empty(1 << 22)
+            req = dist.irecv(buf, src=0)
+            y = x @ w @ w @ w
+            req.wait()
+            s = buf.sum()                                    # the first op reading the message
+            b = torch.empty(1 << 16)
+            dist.recv(b, src=0)
+            z = x @ w + b[:256].sum()
+    return step
+'''
+
+
+def test_isend_and_irecv_overlap_compute_and_blocking_send_and_recv_do_not(tmp_path):
+    # They were converted as blocking: the thread waited for every transfer, so an iteration
+    # that overlaps its pipeline sends with compute was simulated as if it did not.
+    script = tmp_path / "step.py"
+    script.write_text(P2P_STEP)
+    et = convert(capture(f"{script}:build", tmp_path / "cap", world=2))
+    nodes = {r: read_trace(et / f"trace.{r}.et")[1] for r in range(2)}
+    p2p = {r: [n for n in nodes[r] if n.type in ("COMM_SEND_NODE", "COMM_RECV_NODE")] for r in range(2)}
+    waiting = {r: [[m.name for m in nodes[r] if c.id in m.data_deps + m.ctrl_deps] for c in p2p[r]] for r in range(2)}
+    assert [[c.attrs["comm_size"] for c in p2p[r]] for r in range(2)] == [[16 << 20, 256 << 10]] * 2
+    # isend: nothing waits (its req.wait() records nothing); irecv: only the op reading the message.
+    assert waiting == {0: [[], ["aten::matmul"]], 1: [["aten::sum"], ["aten::matmul"]]}
+    # Simulated with a transfer (16 MiB at 0.5 GB/s: 33.6 ms) longer than the matmuls issued
+    # between the irecv and its reader, all of their compute overlaps it.
+    from tracefabric.iteration import simulate
+    irecv = p2p[1][0]
+    reader = next(m for m in nodes[1] if irecv.id in m.data_deps)
+    between = sum(n.duration_micros for n in nodes[1] if n.type == "COMP_NODE" and irecv.id < n.id < reader.id)
+    assert 0 < between * 1000 < (16 << 20) / 0.5
+    net = {"topology": ["Switch"], "npus_count": [2], "bandwidth": [0.5], "latency": [1000]}
+    system = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,
+              "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+              "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+    r = simulate(et, system, net)
+    assert r.ranks.set_index("rank").loc[1, "overlap_ns"] == between * 1000
+
+
+def test_a_send_to_a_rank_past_its_group_is_refused_by_name():
+    # c10d names the peer by its rank in the group: group rank 1 of [1, 2] is world rank 2, and a
+    # group rank 2 (a hand-edited or corrupt trace) has no world rank to map to.
+    from tracefabric.traces.convert import ConversionError, _collective
+
+    send = {"id": 9, "name": "c10d::send"}
+    three_fp32 = [[1, 7, 0, 3, 4, "cpu"]]
+    types = ["GenericList[Tensor]", "ScriptObject", "Int", "Int"]
+    pair = [{"pg_name": "pair", "ranks": [1, 2]}]
+    gloo = [{"id": 10, "name": "gloo:send", "ts": 5.0, "inclusive_dur": 1.0}]
+    c = _collective(1, send, [three_fp32, None, 1, 4], types, pair, gloo, "rank 1")
+    assert (c.kind, c.size, c.attrs) == ("COMM_SEND_NODE", 12, {"comm_dst": 2, "comm_tag": 4})
+    with pytest.raises(ConversionError, match=r"^rank 1: c10d::send \(node 9\) addresses rank 2 of group 'pair', "
+                                              r"which has 2 ranks \[1, 2\]$") as e:
+        _collective(1, send, [three_fp32, None, 2, 4], types, pair, gloo, "rank 1")
+    assert e.value.field == "comm_peer"
+
+
 def test_a_real_nccl_capture_from_an_h100_converts_and_runs(tmp_path):
     """The `moe` workload captured with backend nccl on one H100 (torch 2.11.0+cu130, NCCL 2.28.9;
     tests/data, 32 KB): NCCL kernels are the collectives' execution records and GPU kernels come

@@ -337,8 +337,17 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
                 execs.append(nxt)
         claimed.update(c["id"] for c in execs)
         named = mark["name"][len(GROUP_MARK):-3] if mark else None
-        out.append(_collective(rank, n, n["inputs"]["values"], n["inputs"]["types"], groups, execs + ([mark] if mark else []),
-                               where, named))
+        c = _collective(rank, n, n["inputs"]["values"], n["inputs"]["types"], groups, execs + ([mark] if mark else []),
+                        where, named)
+        if c.kind in ("COMM_SEND_NODE", "COMM_RECV_NODE") and c.blocking:
+            # send/recv record no async_op flag, and a Python `req.wait()` records nothing: isend and
+            # irecv are the calls whose thread went on (its next op started) before the transfer ended.
+            below = {m["id"] for m in _descendants(n["id"], children)}
+            tid = n["attrs_dict"].get("tid")
+            nxt = next((m for m in nodes[i + 1:] if "ts" in m and m["id"] not in below and not _is_exec(m)
+                        and m["attrs_dict"].get("tid") == tid), None)
+            c.blocking = nxt is None or nxt["ts"] >= c.end
+        out.append(c)
     return out
 
 
