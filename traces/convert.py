@@ -317,9 +317,7 @@ def find_collectives(rank: int, linked: dict, groups: list[dict], where: str) ->
     nodes = sorted(linked["nodes"], key=lambda n: n["id"])
     for n in nodes:
         n["attrs_dict"] = _attrs_dict(n)
-    children: dict[int, list[dict]] = {}
-    for n in nodes:
-        children.setdefault(n.get("ctrl_deps"), []).append(n)
+    children = _children(nodes)
     by_id = {n["id"]: n for n in nodes}
     claimed: set[int] = set()
     out = []
@@ -368,6 +366,14 @@ def _is_exec(n: dict) -> bool:
     name = n["name"]
     return name.startswith(("gloo:", "nccl:")) or name == "record_param_comms" or "ncclDevKernel" in name \
         or "ncclKernel" in name
+
+
+def _children(nodes: list[dict]) -> dict[int, list[dict]]:
+    """Linked-trace nodes by their parent (`ctrl_deps`)."""
+    children: dict[int, list[dict]] = {}
+    for n in nodes:
+        children.setdefault(n.get("ctrl_deps"), []).append(n)
+    return children
 
 
 def _descendants(nid: int, children: dict[int, list[dict]]) -> list[dict]:
@@ -480,9 +486,7 @@ def rewrite(nodes: list[pb.Node], colls: list[Collective], groups: list[dict], l
     tid = {i: _attrs_dict(info[i]).get("tid", 0) if i in info else 0 for i in order}
     pos = {i: k for k, i in enumerate(order)}
     gpu = {i for i in order if info.get(i, {}).get("cat")}  # kernels, copies, fills (Chakra: a Kineto category)
-    children: dict[int, list[dict]] = {}
-    for x in linked["nodes"]:
-        children.setdefault(x.get("ctrl_deps"), []).append(x)
+    children = _children(linked["nodes"])
     # Kernels of one CUDA stream run in launch order: (Kineto start, node) per stream, a collective
     # standing where its NCCL kernel ran.
     streams: dict[int, list[tuple[float, int]]] = {}
