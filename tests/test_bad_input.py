@@ -110,6 +110,8 @@ def test_bad_sizes_and_config_fields():
         simulate("fat-tree:k=4", "permutation:size=12parsecs")
     with pytest.raises(ConfigError, match="traffic.staggered.*expected true or false, got 'sometimes'"):
         simulate("fat-tree:k=4", "all-to-all:size=4KiB,staggered=sometimes")
+    with pytest.raises(ConfigError, match="traffic.shuffled.*expected true or false, got 'maybe'"):
+        simulate("fat-tree:k=4", "all-to-all:size=4KiB,shuffled=maybe")
     with pytest.raises(ConfigError, match="switch.buffer_bytes"):
         simulate("fat-tree:k=4", "permutation:size=4KiB", switch={"buffer_bytes": 100})
     with pytest.raises(ConfigError, match="unknown field `rate_gbs`"):
@@ -304,6 +306,8 @@ def test_unknown_or_ill_typed_config_keys_are_named_by_their_path():
     ("fat-tree:k=4", {"kind": "incast", "dst": 0, "senders": 3, "bytes": "x"}, "traffic.bytes", 'invalid type: string "x", expected u64'),
     ("fat-tree:k=4", {"kind": "all_to_all", "bytes": 5, "staggered": 1}, "traffic.staggered",
      "invalid type: integer `1`, expected a boolean"),
+    ("fat-tree:k=4", {"kind": "all_to_all", "bytes": 5, "shuffled": "yes"}, "traffic.shuffled",
+     'invalid type: string "yes", expected a boolean'),
     # A missing key is named, not the first key present (`traffic.senders` before).
     ("fat-tree:k=4", {"kind": "incast", "senders": 2, "bytes": 1000}, "traffic.dst", "missing field `dst`"),
     ({"kind": "fat_tree"}, "permutation:size=4KiB", "topology.k", "missing field `k`"),

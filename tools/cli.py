@@ -113,7 +113,7 @@ def _progress() -> _LazyProgress:
 @net.command("run", cls=_OneValueCommand)
 def net_run(
     topology: Topology = "fat-tree:k=8",
-    traffic: Annotated[str, typer.Option(help="permutation:size=1MiB[,inter_pod=true] | all-to-all:size=1MiB[,staggered=true] | incast:senders=N,size=S[,dst=0] | file:PATH (.csv/.json/.cm)")] = "permutation:size=1MiB",
+    traffic: Annotated[str, typer.Option(help="permutation:size=1MiB[,inter_pod=true] | all-to-all:size=1MiB[,staggered=true][,shuffled=true] | incast:senders=N,size=S[,dst=0] | file:PATH (.csv/.json/.cm)")] = "permutation:size=1MiB",
     scheme: Annotated[Optional[str], typer.Option(help="Scheme preset from astra_configs/schemes (LB + CC + loss with paper parameters).")] = None,
     lb: Annotated[Optional[str], typer.Option(help="Load balancer (overrides the preset's).")] = None,
     cc: Annotated[Optional[str], typer.Option(help="Congestion control (overrides the preset's).")] = None,

@@ -177,10 +177,11 @@ def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
             cfg["inter_pod"] = _bool(p.pop("inter_pod"), "traffic.inter_pod")
         return cfg
     if kind in ("all-to-all", "alltoall", "ata"):
-        _only(p, "traffic", ["size", "staggered"])
+        _only(p, "traffic", ["size", "staggered", "shuffled"])
         cfg = {"kind": "all_to_all", "bytes": _size(p, "traffic")}
-        if "staggered" in p:
-            cfg["staggered"] = _bool(p.pop("staggered"), "traffic.staggered")
+        for key in ("staggered", "shuffled"):
+            if key in p:
+                cfg[key] = _bool(p.pop(key), f"traffic.{key}")
         return cfg
     if kind == "incast":
         _only(p, "traffic", ["dst", "senders", "size"])

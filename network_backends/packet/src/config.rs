@@ -151,11 +151,15 @@ pub enum TrafficConfig {
     },
     /// Every ordered pair of distinct hosts exchanges `bytes`. Each host lists its peers
     /// in ascending order (htsim's many-to-many matrix), or with `staggered` from its
-    /// own id on (s+1, s+2, ... mod n, as collective libraries schedule them).
+    /// own id on (s+1, s+2, ... mod n, as collective libraries schedule them). With
+    /// `shuffled` both orders run over a ring of the hosts shuffled by the seed, as
+    /// htsim's all-to-all matrix generators lay hosts out.
     AllToAll {
         bytes: u64,
         #[serde(default)]
         staggered: bool,
+        #[serde(default)]
+        shuffled: bool,
     },
     /// `senders` hosts (the lowest ids other than `dst`) each send `bytes` to `dst`.
     Incast { dst: u32, senders: u32, bytes: u64 },

@@ -51,10 +51,19 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
                 })
                 .collect()
         }
-        TrafficConfig::AllToAll { bytes, staggered } => {
+        TrafficConfig::AllToAll {
+            bytes,
+            staggered,
+            shuffled,
+        } => {
             // A host's NIC serves its flows round-robin in list order. In ascending
             // order every host sends to host 0, then all to host 1, ... (a rolling
-            // incast); staggered, each round is a permutation.
+            // incast); staggered, each round is a permutation. Shuffled, host `ring[i]`
+            // stands in ring position i, so consecutive peers are rarely in one pod.
+            let mut ring: Vec<u32> = (0..n).collect();
+            if *shuffled {
+                ring.shuffle(&mut derive_rng(seed, "traffic.all_to_all", 0));
+            }
             let mut v = Vec::with_capacity((n as usize) * (n as usize - 1));
             for s in 0..n {
                 for i in 1..n {
@@ -64,8 +73,8 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
                         i - (i <= s) as u32 // 0, 1, ..., n-1 without s
                     };
                     v.push(FlowSpec {
-                        src: s,
-                        dst,
+                        src: ring[s as usize],
+                        dst: ring[dst as usize],
                         bytes: *bytes,
                         start: Time::ZERO,
                     });
@@ -373,6 +382,7 @@ mod tests {
                 &TrafficConfig::AllToAll {
                     bytes: 5,
                     staggered,
+                    shuffled: false,
                 },
                 &topo,
                 0,
@@ -397,6 +407,57 @@ mod tests {
                 dsts.sort_unstable();
                 assert_eq!(dsts, (0..128).collect::<Vec<u32>>(), "round {i}");
             }
+        }
+    }
+
+    #[test]
+    fn a_shuffled_all_to_all_is_a_seeded_ring_of_every_pair() {
+        let topo = Topology::build(
+            &TopologyConfig::FatTree { k: 8 },
+            Rate::from_gbps(800.0),
+            Dur(1),
+        )
+        .unwrap();
+        let ata = |staggered, seed| {
+            let cfg = TrafficConfig::AllToAll {
+                bytes: 5,
+                staggered,
+                shuffled: true,
+            };
+            generate(&cfg, &topo, seed).unwrap()
+        };
+        for staggered in [false, true] {
+            let a = ata(staggered, 7);
+            assert_eq!(a, ata(staggered, 7), "deterministic given the seed");
+            assert_ne!(a, ata(staggered, 8), "another seed, another ring");
+            let pairs: std::collections::HashSet<_> = a.iter().map(|x| (x.src, x.dst)).collect();
+            assert_eq!(pairs.len(), 128 * 127);
+            assert!(a.iter().all(|x| x.src != x.dst));
+            // Host `ring[p]` stands at ring position p: each host's list starts after it
+            // (staggered) or at the ring's start, and runs on around the same ring.
+            let ring: Vec<u32> = (0..128).map(|p| a[p * 127].src).collect();
+            let pos = |h: u32| ring.iter().position(|&r| r == h).unwrap();
+            for (k, x) in a.iter().enumerate() {
+                let (p, i) = (k / 127, k % 127 + 1);
+                let expected = if staggered {
+                    (p + i) % 128
+                } else {
+                    i - (i <= p) as usize
+                };
+                assert_eq!(pos(x.dst), expected, "flow {k}");
+            }
+            // A shuffled ring scatters pods: of 127 consecutive pairs of positions, an
+            // ascending ring of k = 8 has 120 in one pod, a shuffled one about 127 / 8.
+            let same_pod = (0..127)
+                .filter(|&p| {
+                    topo.pod[topo.host_edge[ring[p] as usize] as usize]
+                        == topo.pod[topo.host_edge[ring[p + 1] as usize] as usize]
+                })
+                .count();
+            assert!(
+                same_pod < 40,
+                "{same_pod} consecutive ring positions share a pod"
+            );
         }
     }
 }
