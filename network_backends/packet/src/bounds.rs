@@ -4,9 +4,10 @@
 //!   links, then the last ACK's way back.
 //! - Host link bounds (the all-to-all bound, OFAN paper §5 "propagation + host
 //!   serialization"): a host's NIC must serialize every data frame it sends *and*
-//!   every ACK frame it returns; the last frame still has to cross at least two links.
-//!   Likewise the link down to a host carries every frame addressed to it (an
-//!   incast's bound).
+//!   every ACK frame it returns; then its last data frame still has to reach its
+//!   destination and be ACKed (a round trip), during which an ACK-first NIC can only
+//!   send ACKs for what arrives meanwhile. Likewise the link down to a host carries
+//!   every frame addressed to it (an incast's bound).
 //! - Permutation (OFAN paper App. B): every host both sends and receives one flow,
 //!   so after the first i1 data packets its NIC interleaves data with the ACKs it
 //!   owes. We evaluate that contention-free schedule exactly, packet by packet,
@@ -174,6 +175,9 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
     let n = topo.n_hosts as usize;
     let (mut busy_out, mut busy_in) = (vec![0u64; n], vec![0u64; n]);
     let (mut first_out, mut first_in) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+    // Per host: the shortest round trip left once its NIC has sent a flow's smallest
+    // frame, and the shortest slot a data frame addressed to it takes on its link.
+    let (mut trip, mut in_slot) = (vec![u64::MAX; n], vec![u64::MAX; n]);
     for f in flows {
         let (n, last_payload) = t.packets(f.bytes);
         let data = (n - 1) * (t.data(t.payload).0 + t.gap.0) + t.data(last_payload).0 + t.gap.0;
@@ -188,11 +192,19 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
         first_out[d] = first_out[d].min(f.start.0);
         first_in[d] = first_in[d].min(f.start.0 + first_packet);
         first_in[s] = first_in[s].min(f.start.0 + t.ack.0);
+        let smallest = t.data(last_payload);
+        let hops = topo.hops_between(f.src, f.dst);
+        trip[s] = trip[s].min(t.one_way(smallest, hops).0 - smallest.0 + t.one_way(t.ack, hops).0);
+        in_slot[d] = in_slot[d].min(smallest.0 + t.gap.0);
     }
     let tail_out = 2 * t.link.0 + t.switch.0 + t.ack.0 - t.gap.0;
     for h in 0..n {
         if busy_out[h] > 0 {
             bound = bound.max(Time(first_out[h] + busy_out[h] + tail_out));
+        }
+        if trip[h] < u64::MAX {
+            let out = first_out[h] + busy_out[h] - t.gap.0;
+            bound = bound.max(Time(out + last_data_round_trip(t, trip[h], in_slot[h])));
         }
         if busy_in[h] > 0 {
             let head = first_in[h] + t.link.0 + t.switch.0;
@@ -212,6 +224,28 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
         bound = bound.max(a.start + exchange(a.bytes, topo.hops_between(a.src, b.src)));
     }
     bound
+}
+
+/// How long after W - gap a host's flows end, at least, where W is all its NIC must send
+/// (from its first start). The data frame that completes its last message leaves the NIC
+/// no sooner than W - gap minus the ACKs still owed then, and must still make a round trip
+/// of at least `trip` (to its destination, and the ACK back). Of W, an ACK-first NIC has
+/// only ACKs left after that frame, for data that reach the host from the frame's start on
+/// (none waited then, but for one at a tie): at most one per `in_slot` (the shortest data
+/// frame addressed to the host, with its gap), plus two. Over a round trip of x >= trip that
+/// hides at most ack_slot * ((x + full_slot) / in_slot + 2) of W, which grows slower than x
+/// when ACK slots are the shorter, so the least end is at x = trip.
+fn last_data_round_trip(t: &FrameTiming, trip: u64, in_slot: u64) -> u64 {
+    let ack_slot = t.ack.0 + t.gap.0;
+    if in_slot == u64::MAX {
+        return trip; // receives no data, so owes no ACKs
+    }
+    if ack_slot >= in_slot {
+        return 0; // ACK slots no shorter than data ones: the argument gives nothing
+    }
+    let full_slot = t.data(t.payload).0 + t.gap.0;
+    let hidden = (ack_slot as u128 * (trip + full_slot) as u128).div_ceil(in_slot as u128) as u64;
+    trip.saturating_sub(hidden + 2 * ack_slot)
 }
 
 /// Pairs of flows a -> b and b -> a of the same size and start, where hosts a and b

@@ -123,6 +123,57 @@ fn there_and_back_on_k4_is_within_a_thousandth_of_the_appendix_b_bound() {
 }
 
 #[test]
+fn no_run_beats_its_bound_on_random_flow_lists() {
+    // Every term of the bound (one flow alone, a NIC's work and then its last data frame's
+    // round trip, a host's downlink, App. B pairs) holds for any schedule. Random lists
+    // stress them: short last frames (more ACKs per unit of time), late starts, hosts that
+    // both send and receive, zero-latency links (the round trip is all serialization),
+    // switch latency, small buffers that drop.
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+    let lbs = ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"];
+    for case in 0..60usize {
+        let n = rng.gen_range(1..=24);
+        let (mut src, mut dst, mut bytes, mut start) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..n {
+            let s = rng.gen_range(0..16u32);
+            let d = (s + rng.gen_range(1..16u32)) % 16;
+            src.push(s);
+            dst.push(d);
+            bytes.push(if rng.gen_bool(0.3) { rng.gen_range(1..5000u64) } else { rng.gen_range(1..300_000u64) });
+            start.push(if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..5_000_000u64) });
+        }
+        let latency_ns = [0.0, 0.01, 500.0][case % 3];
+        let switch_ns = [0.0, 100.0][case % 2];
+        let buffer = [800_000u64, 30_000][(case / 5) % 2];
+        let cfg = json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": case,
+                         "link": {"latency_ns": latency_ns}, "switch": {"latency_ns": switch_ns, "buffer_bytes": buffer},
+                         "scheme": {"lb": lbs[case % lbs.len()]}, "limits": {"rto_us": 20.0},
+                         "traffic": {"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start}});
+        let r = run(cfg).unwrap();
+        conserved(&r);
+    }
+}
+
+#[test]
+fn an_all_to_all_ends_at_least_a_round_trip_after_its_nics_work() {
+    // k = 4, 64 KiB per pair: every NIC sends 15 x 16 data frames and as many ACKs, and its
+    // last data frame then needs a round trip to a neighbour (two links each way), with
+    // only the ACKs for data arriving meanwhile left to send. The runs stay above that.
+    let frames: u64 = 15 * 16;
+    let nic = frames * (41_580 + 200) + frames * (640 + 200) - 200;
+    let trip: u64 = (500_000 + 41_580 + 500_000) + (640 + 500_000 + 640 + 500_000);
+    let owed = (840 * (trip + 41_780)).div_ceil(41_780) + 2 * 840;
+    for lb in ["host_spray", "switch_ar"] {
+        let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb},
+                           "traffic": {"kind": "all_to_all", "bytes": 16 * 4096}}))
+        .unwrap();
+        conserved(&r);
+        assert_eq!(r.lower_bound_ps, nic + trip - owed, "{lb}");
+    }
+}
+
+#[test]
 fn same_seed_same_digest_and_different_seed_different_draws() {
     let cfg = |seed: u64| {
         json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": seed, "scheme": {"lb": "host_spray"},
