@@ -164,7 +164,7 @@ def test_all_to_all_packet_schemes_end_within_one_percent_and_ecmp_is_clearly_wo
     assert all_to_all_runs["ecmp"].cct_increase > 0.10
 
 
-@pytest.mark.xfail(strict=True, reason="open deviation (issue 2): +1.08 % in ascending order, from its rolling "
+@pytest.mark.xfail(strict=True, reason="open deviation (issue 2): +1.006 % in ascending order, from its rolling "
                                        "incast; within 1 % staggered (next test)")
 def test_all_to_all_switch_rr_ends_within_one_percent(all_to_all_runs):
     assert all_to_all_runs["switch_rr"].cct_increase < 0.01  # paper Fig. 1a: within 1 %
