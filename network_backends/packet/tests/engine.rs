@@ -128,7 +128,8 @@ fn no_run_beats_its_bound_on_random_flow_lists() {
     // round trip, a host's downlink, App. B pairs) holds for any schedule. Random lists
     // stress them: short last frames (more ACKs per unit of time), late starts, hosts that
     // both send and receive, zero-latency links (the round trip is all serialization),
-    // switch latency, small buffers that drop.
+    // switch latency, small buffers that drop, an oversubscribed leaf-spine with parallel
+    // links, SACK retransmissions and paced flows.
     use rand::{Rng, SeedableRng};
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
     let lbs = ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"];
@@ -146,9 +147,20 @@ fn no_run_beats_its_bound_on_random_flow_lists() {
         let latency_ns = [0.0, 0.01, 500.0][case % 3];
         let switch_ns = [0.0, 100.0][case % 2];
         let buffer = [800_000u64, 30_000][(case / 5) % 2];
-        let cfg = json!({"topology": {"kind": "fat_tree", "k": 4}, "seed": case,
+        // 16 hosts either way: k = 4, or 4 leaves x 4 hosts over 2 spines with 1 link each (2:1).
+        let topology = [json!({"kind": "fat_tree", "k": 4}),
+                        json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4})][(case / 2) % 2].clone();
+        let mut scheme = json!({"lb": lbs[case % lbs.len()]});
+        if case % 7 == 3 {
+            scheme["loss"] = json!("sack");
+            scheme["loss_params"] = json!({"threshold": 4});
+        }
+        if case % 11 == 5 {
+            scheme["cc_params"] = json!({"rho": 0.6});
+        }
+        let cfg = json!({"topology": topology, "seed": case,
                          "link": {"latency_ns": latency_ns}, "switch": {"latency_ns": switch_ns, "buffer_bytes": buffer},
-                         "scheme": {"lb": lbs[case % lbs.len()]}, "limits": {"rto_us": 20.0},
+                         "scheme": scheme, "limits": {"rto_us": 20.0},
                          "traffic": {"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start}});
         let r = run(cfg).unwrap();
         conserved(&r);
