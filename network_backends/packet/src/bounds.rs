@@ -161,8 +161,16 @@ fn symmetric_exchange(t: &FrameTiming, bytes: u64, hops: u32, policy: NicPolicy)
     )
 }
 
-/// The lower bound on the completion time of all `flows` (absolute time).
-pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
+/// The lower bound on the completion time of all `flows` (absolute time), counted from
+/// their requested starts. `nic_starts`, when given, are the times the flows actually start
+/// at NICs that serve their flows in strict round robin (no flow with a packet due is ever
+/// held back): the bound then also follows that order (`round_robin_ends`).
+pub fn cct_lower_bound(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    nic_starts: Option<&[Time]>,
+    t: &FrameTiming,
+) -> Time {
     let mut bound = Time::ZERO;
     for f in flows {
         bound = bound.max(f.start + single_flow_fct(t, f.bytes, topo.hops_between(f.src, f.dst)));
@@ -173,7 +181,7 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
     // host's link (a flow's first packet, or an ACK at best, sent at its start, then a link
     // and a switch); the last of them crosses that link too.
     let n = topo.n_hosts as usize;
-    let (mut busy_out, mut busy_in) = (vec![0u64; n], vec![0u64; n]);
+    let (mut busy_out, mut busy_in, mut acks_out) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
     let (mut first_out, mut first_in) = (vec![u64::MAX; n], vec![u64::MAX; n]);
     // Per host: the shortest round trip left once its NIC has sent a flow's smallest
     // frame, and the shortest slot a data frame addressed to it takes on its link.
@@ -186,6 +194,7 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
         busy_out[s] += data;
         busy_in[d] += data;
         busy_out[d] += acks;
+        acks_out[d] += acks;
         busy_in[s] += acks;
         let first_packet = t.data(if n > 1 { t.payload } else { last_payload }).0;
         first_out[s] = first_out[s].min(f.start.0);
@@ -209,6 +218,15 @@ pub fn cct_lower_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> 
         if busy_in[h] > 0 {
             let head = first_in[h] + t.link.0 + t.switch.0;
             bound = bound.max(Time(head + busy_in[h] - t.gap.0 + t.link.0));
+        }
+    }
+    if let Some(starts) = nic_starts {
+        let ends = round_robin_ends(topo, flows, starts, t);
+        for h in 0..n {
+            if let Some(end) = ends[h] {
+                let out = first_out[h] + acks_out[h] - t.gap.0;
+                bound = bound.max(Time(out + end));
+            }
         }
     }
     let exchange =
@@ -246,6 +264,153 @@ fn last_data_round_trip(t: &FrameTiming, trip: u64, in_slot: u64) -> u64 {
     let full_slot = t.data(t.payload).0 + t.gap.0;
     let hidden = (ack_slot as u128 * (trip + full_slot) as u128).div_ceil(in_slot as u128) as u64;
     trip.saturating_sub(hidden + 2 * ack_slot)
+}
+
+/// Per host, the most that the round robin of its NIC adds to its ACK work (from its first
+/// start, minus a gap; None where it sends nothing): over its flows f, the data it must
+/// have sent by the time f has made its n_f-th send, plus `last_data_round_trip` over f's
+/// own path. A NIC in strict round robin (its flows in the order they start, the order kept
+/// as flows end, and none held back while it has a packet due) serves every flow g once
+/// between two turns of f, so by f's n_f-th send a flow g started before f (or at the same
+/// time and listed before it) has made min(n_g, n_f) sends, and one started with f and
+/// listed after it min(n_g, n_f - 1); a flow started after f may come wholly after it. The
+/// first k sends of a flow are at least its first k frames (only its last may be short, and
+/// it is sent after all the others). f ends no sooner than its n_f-th send and a round trip:
+/// at least n_f sends must be delivered (and ACKed) for n_f packets or symbols.
+///
+/// With all its flows started at once and of one size, a host's last flow in its list
+/// gets all its data: an all-to-all in ascending order ends at least a round trip over the
+/// longest path after a NIC's work, not over the shortest one (`last_data_round_trip`'s
+/// general `trip`), as App. B's schedule does for a permutation.
+fn round_robin_ends(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    starts: &[Time],
+    t: &FrameTiming,
+) -> Vec<Option<u64>> {
+    let n = topo.n_hosts as usize;
+    let full_slot = t.data(t.payload).0 + t.gap.0;
+    let mut by_host: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut in_slot = vec![u64::MAX; n];
+    for (i, f) in flows.iter().enumerate() {
+        by_host[f.src as usize].push(i);
+        let smallest = t.data(t.packets(f.bytes).1);
+        in_slot[f.dst as usize] = in_slot[f.dst as usize].min(smallest.0 + t.gap.0);
+    }
+    let mut ends = vec![None; n];
+    for (h, mine) in by_host.iter_mut().enumerate() {
+        if mine.is_empty() {
+            continue;
+        }
+        // The NIC's order: by actual start, then as listed (start events run in FIFO order).
+        mine.sort_by_key(|&i| (starts[i], i));
+        let sent: Vec<FlowSends> = mine
+            .iter()
+            .map(|&i| FlowSends::new(t, flows[i].bytes, full_slot))
+            .collect();
+        let mut counts: Vec<u64> = sent.iter().map(|s| s.n).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let rank = |c: u64| counts.partition_point(|&x| x <= c); // ranks 1..: count <= c
+        let mut started = Fenwick::new(counts.len());
+        let mut later_in_group = Fenwick::new(counts.len());
+        let mut same_n_last_slots = vec![0u64; counts.len() + 1];
+        let mut best = 0u64;
+        let mut group = 0;
+        while group < mine.len() {
+            let end = group + mine[group..].iter().take_while(|&&i| starts[i] == starts[mine[group]]).count();
+            for s in &sent[group..end] {
+                started.add(rank(s.n), 1, s.data);
+            }
+            // Listed after f within its group: walked backwards, those already seen.
+            for k in (group..end).rev() {
+                let f = &sent[k];
+                let r = rank(f.n);
+                let (below, data_below) = started.prefix(r);
+                let above = started.total_count() - below;
+                // Every flow started by f's start (f included), capped at n_f sends ...
+                let mut data = data_below + above * f.n * full_slot;
+                // ... less the n_f-th send of those listed after f in its group.
+                let (later_below, _) = later_in_group.prefix(r);
+                let later_above = later_in_group.total_count() - later_below;
+                data -= later_above * full_slot + same_n_last_slots[r];
+                let i = mine[k];
+                let hops = topo.hops_between(flows[i].src, flows[i].dst);
+                let smallest = t.data(t.packets(flows[i].bytes).1);
+                let trip = t.one_way(smallest, hops).0 - smallest.0 + t.one_way(t.ack, hops).0;
+                best = best.max(data + last_data_round_trip(t, trip, in_slot[h]));
+                later_in_group.add(r, 1, 0);
+                same_n_last_slots[r] += f.last_slot;
+            }
+            later_in_group.clear();
+            for s in &sent[group..end] {
+                same_n_last_slots[rank(s.n)] = 0;
+            }
+            group = end;
+        }
+        ends[h] = Some(best);
+    }
+    ends
+}
+
+/// A flow's frames on its NIC: how many, their slots in all, and its last (maybe short) one's.
+struct FlowSends {
+    n: u64,
+    data: u64,
+    last_slot: u64,
+}
+
+impl FlowSends {
+    fn new(t: &FrameTiming, bytes: u64, full_slot: u64) -> FlowSends {
+        let (n, last_payload) = t.packets(bytes);
+        let last_slot = t.data(last_payload).0 + t.gap.0;
+        FlowSends { n, data: (n - 1) * full_slot + last_slot, last_slot }
+    }
+}
+
+/// Counts and sums by rank (1-based), with prefix queries: a binary indexed tree.
+struct Fenwick {
+    count: Vec<u64>,
+    sum: Vec<u64>,
+    touched: Vec<usize>,
+}
+
+impl Fenwick {
+    fn new(ranks: usize) -> Fenwick {
+        Fenwick { count: vec![0; ranks + 1], sum: vec![0; ranks + 1], touched: Vec::new() }
+    }
+
+    fn add(&mut self, rank: usize, count: u64, sum: u64) {
+        let mut i = rank;
+        while i < self.count.len() {
+            self.count[i] += count;
+            self.sum[i] += sum;
+            self.touched.push(i);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// (count, sum) over ranks 1..=rank.
+    fn prefix(&self, rank: usize) -> (u64, u64) {
+        let (mut c, mut s, mut i) = (0, 0, rank);
+        while i > 0 {
+            c += self.count[i];
+            s += self.sum[i];
+            i -= i & i.wrapping_neg();
+        }
+        (c, s)
+    }
+
+    fn total_count(&self) -> u64 {
+        self.prefix(self.count.len() - 1).0
+    }
+
+    fn clear(&mut self) {
+        for i in self.touched.drain(..) {
+            self.count[i] = 0;
+            self.sum[i] = 0;
+        }
+    }
 }
 
 /// Pairs of flows a -> b and b -> a of the same size and start, where hosts a and b
@@ -375,7 +540,7 @@ mod tests {
         let exch = Dur(17_056_740);
         // Hosts 0 and 15 (different pods), starting at 2 us: App. B's exchange, shifted.
         let pair = [flow(0, 15, m, 2_000_000), flow(15, 0, m, 2_000_000)];
-        assert_eq!(cct_lower_bound(&topo, &pair, &t), Time(2_000_000) + exch);
+        assert_eq!(cct_lower_bound(&topo, &pair, None, &t), Time(2_000_000) + exch);
         // Not a lone pair: a third flow into host 0, unequal sizes or starts. Then only the
         // single-flow and NIC bounds apply, and they are lower.
         let single = Time(2_000_000) + single_flow_fct(&t, m, 6);
@@ -384,7 +549,7 @@ mod tests {
             vec![pair[0], flow(15, 0, m - 1, 2_000_000)],
             vec![pair[0], flow(15, 0, m, 2_000_001)],
         ] {
-            let b = cct_lower_bound(&topo, &flows, &t);
+            let b = cct_lower_bound(&topo, &flows, None, &t);
             assert!(b < Time(2_000_000) + exch && b >= single, "{flows:?}");
         }
     }
@@ -407,7 +572,7 @@ mod tests {
             .collect();
         let frames_ps = 16 * (244 * (41_580 + 200) + (576 + 62) * 10 + 200);
         let want = 41_580 + 500_000 + frames_ps - 200 + 500_000;
-        assert_eq!(cct_lower_bound(&topo, &flows, &t), Time(want));
+        assert_eq!(cct_lower_bound(&topo, &flows, None, &t), Time(want));
         // ~164 us: 16 MB through one 800 Gbps link, ten times one flow's own FCT.
         assert!(want > 10 * single_flow_fct(&t, 1_000_000, 6).0);
     }

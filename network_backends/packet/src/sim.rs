@@ -363,10 +363,8 @@ impl Simulation {
             },
             &cfg.scheme.lb_params,
         )?;
-        // The lower bound counts from the requested start times; a scheme that delays
-        // starts (e.g. Ethereal's jitter) pays for it in its CCT.
-        let lower_bound = bounds::cct_lower_bound(&topo, &specs, &timing);
-        let requested_start = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let requested: Vec<Time> = specs.iter().map(|f| f.start).collect();
+        let requested_start = requested.iter().copied().min().unwrap_or(Time::ZERO);
         for (i, f) in specs.iter_mut().enumerate() {
             f.start = f.start + lb.start_delay(i as u32);
         }
@@ -378,6 +376,18 @@ impl Simulation {
             },
             &cfg.scheme.cc_params,
         )?;
+        // The lower bound counts from the requested start times; a scheme that delays
+        // starts (e.g. Ethereal's jitter) pays for it in its CCT. Where no flow is ever held
+        // back, it also follows each NIC's round robin, in the order flows really start.
+        let starts: Vec<Time> = specs.iter().map(|f| f.start).collect();
+        for (f, &at) in specs.iter_mut().zip(&requested) {
+            f.start = at;
+        }
+        let nic_order = cc.never_holds_back().then_some(&starts[..]);
+        let lower_bound = bounds::cct_lower_bound(&topo, &specs, nic_order, &timing);
+        for (f, &at) in specs.iter_mut().zip(&starts) {
+            f.start = at;
+        }
         let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
         let loss = loss::build(
             &cfg.scheme.loss,
@@ -952,11 +962,13 @@ impl Simulation {
         if self.driven {
             self.completions.push_back((self.now, f));
         }
+        // Removed in place, not swapped with the last: the round robin keeps its order, so
+        // a flow neither loses nor gains a turn (the lower bound counts on that).
         let (src, slot) = (flow.spec.src as usize, flow.slot);
         let host = &mut self.hosts[src];
-        host.active.swap_remove(slot);
-        if let Some(&moved) = host.active.get(slot) {
-            self.flows[moved as usize].slot = slot;
+        host.active.remove(slot);
+        for (i, &moved) in host.active[slot..].iter().enumerate() {
+            self.flows[moved as usize].slot = slot + i;
         }
         if host.rr > slot {
             host.rr -= 1;

@@ -170,19 +170,115 @@ fn no_run_beats_its_bound_on_random_flow_lists() {
 #[test]
 fn an_all_to_all_ends_at_least_a_round_trip_after_its_nics_work() {
     // k = 4, 64 KiB per pair: every NIC sends 15 x 16 data frames and as many ACKs, and its
-    // last data frame then needs a round trip to a neighbour (two links each way), with
-    // only the ACKs for data arriving meanwhile left to send. The runs stay above that.
+    // last data frame then needs a round trip (to its destination and back), with only the
+    // ACKs for data arriving meanwhile left to send. In any order that trip could be to a
+    // neighbour (two links each way); a round-robin NIC serving host 0's peers in ascending
+    // order sends its last frame to host 15, in another pod (six links each way). Paced
+    // (rho < 1), NICs may skip a flow, so only the order-free bound holds.
     let frames: u64 = 15 * 16;
     let nic = frames * (41_580 + 200) + frames * (640 + 200) - 200;
-    let trip: u64 = (500_000 + 41_580 + 500_000) + (640 + 500_000 + 640 + 500_000);
-    let owed = (840 * (trip + 41_780)).div_ceil(41_780) + 2 * 840;
-    for lb in ["host_spray", "switch_ar"] {
-        let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb},
+    let trip = |hops: u64| hops * (500_000 + 41_580) - 41_580 + hops * (500_000 + 640);
+    let owed = |trip: u64| (840 * (trip + 41_780)).div_ceil(41_780) + 2 * 840;
+    for (lb, rho) in [("host_spray", 1.0), ("switch_ar", 1.0), ("host_spray", 0.999)] {
+        let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb, "cc_params": {"rho": rho}},
                            "traffic": {"kind": "all_to_all", "bytes": 16 * 4096}}))
         .unwrap();
         conserved(&r);
-        assert_eq!(r.lower_bound_ps, nic + trip - owed, "{lb}");
+        let hops = if rho == 1.0 { 6 } else { 2 };
+        assert_eq!(r.lower_bound_ps, nic + trip(hops) - owed(trip(hops)), "{lb} rho {rho}");
     }
+}
+
+#[test]
+fn a_round_robin_nic_makes_the_bound_exact_for_one_sender() {
+    // Host 0 of a k = 4 fat tree sends to host 15 (another pod, six links each way) and to
+    // host 1 (same edge, two), its NIC taking turns. The far flow ends last (its round trip
+    // is 4.17 us longer than a dozen frames), a round trip after its own last frame: that
+    // frame is the NIC's 31st when it is listed first (its neighbour's 16th frame comes
+    // after it), the 32nd when it is listed second, and with 8 frames against 20 the 16th.
+    // A one-frame flow listed first ends ~2 us in, amid the turns: the NIC must not skip or
+    // repeat a turn then (with the ended flow's place filled by the last one, it did, and
+    // the far flow came one frame early on some of these sizes).
+    // Nothing waits anywhere else, so the bound is the CCT.
+    let slot = |payload: u64| (payload + 62) * 10 + 200;
+    let trip6 = 6 * (500_000 + 41_580) - 41_580 + 6 * (500_000 + 640);
+    let mut cases = vec![
+        (vec![(0, 15, 16 * 4096), (0, 1, 16 * 4096)], 31 * slot(4096)),
+        (vec![(0, 1, 16 * 4096), (0, 15, 16 * 4096)], 32 * slot(4096)),
+        (vec![(0, 1, 20 * 4096), (0, 15, 8 * 4096)], 16 * slot(4096)),
+    ];
+    for first in [64, 1400, 2800, 4096] {
+        cases.push((vec![(0, 1, first), (0, 15, 100 * 4096), (0, 1, 100 * 4096)], slot(first) + 199 * slot(4096)));
+    }
+    for (list, far_frame_done) in cases {
+        for lb in ["ecmp", "host_spray", "switch_rr"] {
+            let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb},
+                               "traffic": flows(&list)}))
+            .unwrap();
+            conserved(&r);
+            assert_eq!(r.cct_ps, far_frame_done - 200 + trip6, "{list:?} {lb}");
+            assert_eq!(r.lower_bound_ps, r.cct_ps, "{list:?} {lb}");
+        }
+    }
+}
+
+#[test]
+fn no_run_beats_its_round_robin_bound() {
+    // The bound's round-robin term credits, by a flow's last send, every flow its NIC
+    // started earlier or with it (capped at that flow's count, less one for those listed
+    // after it). Random groups stress it: hosts with one to six flows starting together and
+    // others starting later, sizes from one short frame to 60 frames (so flows end while
+    // others still send), zero-latency links (where the round trip is all serialization),
+    // switch latency, small buffers that drop, SACK retransmissions, and Ethereal's start
+    // jitter (the term then follows the flows' jittered starts).
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
+    let lbs = ["host_spray", "switch_rr", "reps", "switch_ar", "ecmp", "ethereal"];
+    let mut binding = 0;
+    for case in 0..60usize {
+        let (mut src, mut dst, mut bytes, mut start) = (vec![], vec![], vec![], vec![]);
+        for s in 0..16u32 {
+            let at = if rng.gen_bool(0.7) { 0 } else { rng.gen_range(0..3_000_000u64) };
+            for _ in 0..rng.gen_range(0..=6) {
+                src.push(s);
+                dst.push((s + rng.gen_range(1..16u32)) % 16);
+                bytes.push(match rng.gen_range(0..3) {
+                    0 => rng.gen_range(1..4097u64),
+                    1 => 16 * 4096,
+                    _ => rng.gen_range(4097..60 * 4096u64),
+                });
+                start.push(if rng.gen_bool(0.8) { at } else { at + rng.gen_range(1..2_000_000u64) });
+            }
+        }
+        if src.is_empty() {
+            continue;
+        }
+        let latency_ns = [0.0, 0.01, 500.0][case % 3];
+        let switch_ns = [0.0, 100.0][(case / 3) % 2];
+        let buffer = [800_000u64, 30_000][(case / 5) % 2];
+        let topology = [json!({"kind": "fat_tree", "k": 4}),
+                        json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4})][(case / 2) % 2].clone();
+        let mut scheme = json!({"lb": lbs[case % lbs.len()]});
+        if case % 7 == 3 {
+            scheme["loss"] = json!("sack");
+            scheme["loss_params"] = json!({"threshold": 4});
+        }
+        let traffic = json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
+        let cfg = |rho: f64| {
+            let mut scheme = scheme.clone();
+            scheme["cc_params"] = json!({"rho": rho});
+            json!({"topology": topology, "seed": case,
+                   "link": {"latency_ns": latency_ns}, "switch": {"latency_ns": switch_ns, "buffer_bytes": buffer},
+                   "scheme": scheme, "limits": {"rto_us": 20.0}, "traffic": traffic})
+        };
+        let r = run(cfg(1.0)).unwrap();
+        conserved(&r);
+        // Paced, the same flows get only the order-free bound: count where the term binds.
+        let order_free = run(cfg(0.999_999)).unwrap().lower_bound_ps;
+        assert!(r.lower_bound_ps >= order_free);
+        binding += (r.lower_bound_ps > order_free) as u32;
+    }
+    assert!(binding >= 20, "the round-robin term binds in only {binding} of 60 cases");
 }
 
 #[test]

@@ -33,4 +33,8 @@ impl CongestionControl for Ideal {
     fn paces(&self) -> bool {
         self.paced.is_some()
     }
+
+    fn never_holds_back(&self) -> bool {
+        self.paced.is_none()
+    }
 }

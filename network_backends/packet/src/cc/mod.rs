@@ -30,6 +30,13 @@ pub trait CongestionControl: Send {
         true
     }
 
+    /// True if no flow with a packet due is ever held back (no window, no pacing): each
+    /// host NIC then serves its flows in strict round robin, which the lower bound uses
+    /// (`bounds::round_robin_bound`).
+    fn never_holds_back(&self) -> bool {
+        false
+    }
+
     fn on_ack(&mut self, _flow: FlowId, _acked_bytes: u32, _ecn: bool, _rtt: Dur, _now: Time) {}
 
     fn on_timeout(&mut self, _flow: FlowId, _now: Time) {}
