@@ -221,7 +221,7 @@ pub fn cct_lower_bound(
         }
     }
     if let Some(starts) = nic_starts {
-        let ends = round_robin_ends(topo, flows, starts, t);
+        let ends = round_robin_ends(topo, flows, starts, &in_slot, t);
         for h in 0..n {
             if let Some(end) = ends[h] {
                 let out = first_out[h] + acks_out[h] - t.gap.0;
@@ -278,24 +278,23 @@ fn last_data_round_trip(t: &FrameTiming, trip: u64, in_slot: u64) -> u64 {
 /// it is sent after all the others). f ends no sooner than its n_f-th send and a round trip:
 /// at least n_f sends must be delivered (and ACKed) for n_f packets or symbols.
 ///
-/// With all its flows started at once and of one size, a host's last flow in its list
-/// gets all its data: an all-to-all in ascending order ends at least a round trip over the
-/// longest path after a NIC's work, not over the shortest one (`last_data_round_trip`'s
-/// general `trip`), as App. B's schedule does for a permutation.
+/// With all its flows started at once and of one size, the last flow in a host's list gets
+/// all the host's data: the host's work ends a round trip to that flow's destination later,
+/// not one to its nearest peer (as in `last_data_round_trip`'s order-free use). In an
+/// ascending all-to-all, host 0's last peer is in another pod. App. B evaluates a NIC's
+/// schedule the same way for a permutation.
 fn round_robin_ends(
     topo: &Topology,
     flows: &[FlowSpec],
     starts: &[Time],
+    in_slot: &[u64],
     t: &FrameTiming,
 ) -> Vec<Option<u64>> {
     let n = topo.n_hosts as usize;
     let full_slot = t.data(t.payload).0 + t.gap.0;
     let mut by_host: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut in_slot = vec![u64::MAX; n];
     for (i, f) in flows.iter().enumerate() {
         by_host[f.src as usize].push(i);
-        let smallest = t.data(t.packets(f.bytes).1);
-        in_slot[f.dst as usize] = in_slot[f.dst as usize].min(smallest.0 + t.gap.0);
     }
     let mut ends = vec![None; n];
     for (h, mine) in by_host.iter_mut().enumerate() {
@@ -318,7 +317,11 @@ fn round_robin_ends(
         let mut best = 0u64;
         let mut group = 0;
         while group < mine.len() {
-            let end = group + mine[group..].iter().take_while(|&&i| starts[i] == starts[mine[group]]).count();
+            let end = group
+                + mine[group..]
+                    .iter()
+                    .take_while(|&&i| starts[i] == starts[mine[group]])
+                    .count();
             for s in &sent[group..end] {
                 started.add(rank(s.n), 1, s.data);
             }
@@ -364,7 +367,11 @@ impl FlowSends {
     fn new(t: &FrameTiming, bytes: u64, full_slot: u64) -> FlowSends {
         let (n, last_payload) = t.packets(bytes);
         let last_slot = t.data(last_payload).0 + t.gap.0;
-        FlowSends { n, data: (n - 1) * full_slot + last_slot, last_slot }
+        FlowSends {
+            n,
+            data: (n - 1) * full_slot + last_slot,
+            last_slot,
+        }
     }
 }
 
@@ -377,7 +384,11 @@ struct Fenwick {
 
 impl Fenwick {
     fn new(ranks: usize) -> Fenwick {
-        Fenwick { count: vec![0; ranks + 1], sum: vec![0; ranks + 1], touched: Vec::new() }
+        Fenwick {
+            count: vec![0; ranks + 1],
+            sum: vec![0; ranks + 1],
+            touched: Vec::new(),
+        }
     }
 
     fn add(&mut self, rank: usize, count: u64, sum: u64) {
@@ -540,7 +551,10 @@ mod tests {
         let exch = Dur(17_056_740);
         // Hosts 0 and 15 (different pods), starting at 2 us: App. B's exchange, shifted.
         let pair = [flow(0, 15, m, 2_000_000), flow(15, 0, m, 2_000_000)];
-        assert_eq!(cct_lower_bound(&topo, &pair, None, &t), Time(2_000_000) + exch);
+        assert_eq!(
+            cct_lower_bound(&topo, &pair, None, &t),
+            Time(2_000_000) + exch
+        );
         // Not a lone pair: a third flow into host 0, unequal sizes or starts. Then only the
         // single-flow and NIC bounds apply, and they are lower.
         let single = Time(2_000_000) + single_flow_fct(&t, m, 6);
@@ -575,6 +589,77 @@ mod tests {
         assert_eq!(cct_lower_bound(&topo, &flows, None, &t), Time(want));
         // ~164 us: 16 MB through one 800 Gbps link, ten times one flow's own FCT.
         assert!(want > 10 * single_flow_fct(&t, 1_000_000, 6).0);
+    }
+
+    #[test]
+    fn round_robin_ends_match_a_flow_by_flow_count() {
+        // The tree-indexed sums against the rule spelled out flow by flow: by f's n_f-th
+        // send, a flow started earlier (or with f and listed before it) has made
+        // min(n_g, n_f) sends, one started with f and listed after it min(n_g, n_f - 1),
+        // one started later none; each send counted at its frame's slot.
+        use rand::{Rng, SeedableRng};
+        let t = paper();
+        let topo = Topology::build(&TopologyConfig::FatTree { k: 4 }, t.rate, t.link).unwrap();
+        let full = t.data(t.payload).0 + t.gap.0;
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
+        for _ in 0..200 {
+            let flows: Vec<FlowSpec> = (0..rng.gen_range(1..40))
+                .map(|_| {
+                    let src = rng.gen_range(0..4u32);
+                    FlowSpec {
+                        src,
+                        dst: (src + rng.gen_range(1..16u32)) % 16,
+                        bytes: [1, 4096, 4097, 3 * 4096, 5 * 4096 + 7][rng.gen_range(0..5)],
+                        start: Time(0),
+                    }
+                })
+                .collect();
+            let starts: Vec<Time> = flows
+                .iter()
+                .map(|_| Time(rng.gen_range(0..3) * 1000))
+                .collect();
+            let mut in_slot = vec![u64::MAX; 16];
+            for f in &flows {
+                let slot = t.data(t.packets(f.bytes).1).0 + t.gap.0;
+                in_slot[f.dst as usize] = in_slot[f.dst as usize].min(slot);
+            }
+            let sends = |g: &FlowSpec, k: u64| {
+                let (n, last) = t.packets(g.bytes);
+                let last_slot = t.data(last).0 + t.gap.0;
+                if k < n {
+                    k * full
+                } else {
+                    (n - 1) * full + last_slot
+                }
+            };
+            let ends = round_robin_ends(&topo, &flows, &starts, &in_slot, &t);
+            for h in 0..16u32 {
+                let mut want: Option<u64> = None;
+                for (i, f) in flows.iter().enumerate().filter(|(_, f)| f.src == h) {
+                    let n_f = t.packets(f.bytes).0;
+                    let mut data = sends(f, n_f);
+                    for (j, g) in flows
+                        .iter()
+                        .enumerate()
+                        .filter(|&(j, g)| g.src == h && j != i)
+                    {
+                        let n_g = t.packets(g.bytes).0;
+                        let before = (starts[j], j) < (starts[i], i);
+                        if before {
+                            data += sends(g, n_g.min(n_f));
+                        } else if starts[j] == starts[i] {
+                            data += sends(g, n_g.min(n_f - 1));
+                        }
+                    }
+                    let hops = topo.hops_between(f.src, f.dst);
+                    let smallest = t.data(t.packets(f.bytes).1);
+                    let trip = t.one_way(smallest, hops).0 - smallest.0 + t.one_way(t.ack, hops).0;
+                    let end = data + last_data_round_trip(&t, trip, in_slot[h as usize]);
+                    want = Some(want.map_or(end, |w| w.max(end)));
+                }
+                assert_eq!(ends[h as usize], want, "host {h}");
+            }
+        }
     }
 
     #[test]
