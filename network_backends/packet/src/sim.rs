@@ -734,7 +734,9 @@ impl Simulation {
         Ok(self.completions.pop_front())
     }
 
-    /// The report of a driven run, with statistics up to the last completion.
+    /// The report of a driven run, with statistics up to the last completion. Its
+    /// `lower_bound_ps` is that of the declared starts and list order, which the caller
+    /// overrides: it bounds nothing here (the system layer reads only the counts).
     pub fn driven_report(mut self) -> Report {
         let end = self.now;
         self.catch_up_all(end);

@@ -32,7 +32,7 @@ pub trait CongestionControl: Send {
 
     /// True if no flow with a packet due is ever held back (no window, no pacing): each
     /// host NIC then serves its flows in strict round robin, which the lower bound uses
-    /// (`bounds::round_robin_bound`).
+    /// (`bounds::round_robin_ends`).
     fn never_holds_back(&self) -> bool {
         false
     }
