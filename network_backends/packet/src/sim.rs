@@ -363,11 +363,12 @@ impl Simulation {
             },
             &cfg.scheme.lb_params,
         )?;
-        let requested: Vec<Time> = specs.iter().map(|f| f.start).collect();
-        let requested_start = requested.iter().copied().min().unwrap_or(Time::ZERO);
-        for (i, f) in specs.iter_mut().enumerate() {
-            f.start = f.start + lb.start_delay(i as u32);
-        }
+        let requested_start = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let starts: Vec<Time> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.start + lb.start_delay(i as u32))
+            .collect();
         let cc = cc::build(
             &cfg.scheme.cc,
             &CcInit {
@@ -379,10 +380,6 @@ impl Simulation {
         // The lower bound counts from the requested start times; a scheme that delays
         // starts (e.g. Ethereal's jitter) pays for it in its CCT. Where no flow is ever held
         // back, it also follows each NIC's round robin, in the order flows really start.
-        let starts: Vec<Time> = specs.iter().map(|f| f.start).collect();
-        for (f, &at) in specs.iter_mut().zip(&requested) {
-            f.start = at;
-        }
         let nic_order = cc.never_holds_back().then_some(&starts[..]);
         let lower_bound = bounds::cct_lower_bound(&topo, &specs, nic_order, &timing);
         for (f, &at) in specs.iter_mut().zip(&starts) {

@@ -122,6 +122,25 @@ fn there_and_back_on_k4_is_within_a_thousandth_of_the_appendix_b_bound() {
     assert!(gap >= 0.0 && gap < 1e-3, "excess {gap}");
 }
 
+/// A fabric for random flow lists, varied by `case`: 0 / 0.01 / 500 ns links, switch
+/// latency or none, 800 KB or 30 KB (dropping) buffers, SACK on every seventh case, and 16
+/// hosts either way: k = 4, or 4 leaves x 4 hosts over 2 spines with 1 link each (2:1).
+fn stress_config(case: usize, lb: &str, rho: f64, traffic: serde_json::Value) -> serde_json::Value {
+    let latency_ns = [0.0, 0.01, 500.0][case % 3];
+    let switch_ns = [0.0, 100.0][case % 2];
+    let buffer = [800_000u64, 30_000][(case / 5) % 2];
+    let topology = [json!({"kind": "fat_tree", "k": 4}),
+                    json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4})][(case / 2) % 2].clone();
+    let mut scheme = json!({"lb": lb, "cc_params": {"rho": rho}});
+    if case % 7 == 3 {
+        scheme["loss"] = json!("sack");
+        scheme["loss_params"] = json!({"threshold": 4});
+    }
+    json!({"topology": topology, "seed": case,
+           "link": {"latency_ns": latency_ns}, "switch": {"latency_ns": switch_ns, "buffer_bytes": buffer},
+           "scheme": scheme, "limits": {"rto_us": 20.0}, "traffic": traffic})
+}
+
 #[test]
 fn no_run_beats_its_bound_on_random_flow_lists() {
     // Every term of the bound (one flow alone, a NIC's work and then its last data frame's
@@ -144,25 +163,9 @@ fn no_run_beats_its_bound_on_random_flow_lists() {
             bytes.push(if rng.gen_bool(0.3) { rng.gen_range(1..5000u64) } else { rng.gen_range(1..300_000u64) });
             start.push(if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..5_000_000u64) });
         }
-        let latency_ns = [0.0, 0.01, 500.0][case % 3];
-        let switch_ns = [0.0, 100.0][case % 2];
-        let buffer = [800_000u64, 30_000][(case / 5) % 2];
-        // 16 hosts either way: k = 4, or 4 leaves x 4 hosts over 2 spines with 1 link each (2:1).
-        let topology = [json!({"kind": "fat_tree", "k": 4}),
-                        json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4})][(case / 2) % 2].clone();
-        let mut scheme = json!({"lb": lbs[case % lbs.len()]});
-        if case % 7 == 3 {
-            scheme["loss"] = json!("sack");
-            scheme["loss_params"] = json!({"threshold": 4});
-        }
-        if case % 11 == 5 {
-            scheme["cc_params"] = json!({"rho": 0.6});
-        }
-        let cfg = json!({"topology": topology, "seed": case,
-                         "link": {"latency_ns": latency_ns}, "switch": {"latency_ns": switch_ns, "buffer_bytes": buffer},
-                         "scheme": scheme, "limits": {"rto_us": 20.0},
-                         "traffic": {"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start}});
-        let r = run(cfg).unwrap();
+        let rho = if case % 11 == 5 { 0.6 } else { 1.0 };
+        let traffic = json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
+        let r = run(stress_config(case, lbs[case % lbs.len()], rho, traffic)).unwrap();
         conserved(&r);
     }
 }
@@ -253,28 +256,12 @@ fn no_run_beats_its_round_robin_bound() {
         if src.is_empty() {
             continue;
         }
-        let latency_ns = [0.0, 0.01, 500.0][case % 3];
-        let switch_ns = [0.0, 100.0][(case / 3) % 2];
-        let buffer = [800_000u64, 30_000][(case / 5) % 2];
-        let topology = [json!({"kind": "fat_tree", "k": 4}),
-                        json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4})][(case / 2) % 2].clone();
-        let mut scheme = json!({"lb": lbs[case % lbs.len()]});
-        if case % 7 == 3 {
-            scheme["loss"] = json!("sack");
-            scheme["loss_params"] = json!({"threshold": 4});
-        }
         let traffic = json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
-        let cfg = |rho: f64| {
-            let mut scheme = scheme.clone();
-            scheme["cc_params"] = json!({"rho": rho});
-            json!({"topology": topology, "seed": case,
-                   "link": {"latency_ns": latency_ns}, "switch": {"latency_ns": switch_ns, "buffer_bytes": buffer},
-                   "scheme": scheme, "limits": {"rto_us": 20.0}, "traffic": traffic})
-        };
-        let r = run(cfg(1.0)).unwrap();
+        let lb = lbs[case % lbs.len()];
+        let r = run(stress_config(case, lb, 1.0, traffic.clone())).unwrap();
         conserved(&r);
         // Paced, the same flows get only the order-free bound: count where the term binds.
-        let order_free = run(cfg(0.999_999)).unwrap().lower_bound_ps;
+        let order_free = run(stress_config(case, lb, 0.999_999, traffic)).unwrap().lower_bound_ps;
         assert!(r.lower_bound_ps >= order_free);
         binding += (r.lower_bound_ps > order_free) as u32;
     }
