@@ -224,8 +224,8 @@ pub fn cct_lower_bound(
         let ends = round_robin_ends(topo, flows, starts, &in_slot, t);
         for h in 0..n {
             if let Some(end) = ends[h] {
-                let out = first_out[h] + acks_out[h] - t.gap.0;
-                bound = bound.max(Time(out + end));
+                // The gap comes off last: a host that returns no ACKs has none to spare.
+                bound = bound.max(Time(first_out[h] + acks_out[h] + end - t.gap.0));
             }
         }
     }

@@ -1,0 +1,314 @@
+//! Ports, links and switches: serialization, link FIFOs, routing, output queues.
+
+use super::*;
+
+impl Simulation {
+    // Always inlined: passed through memory, the packet is reloaded with wider loads
+    // than the stores that built it, which cannot be store-forwarded.
+    /// Starts serializing `pkt` at `at` (now, or for a switch port catching up, the
+    /// moment it freed up).
+    #[inline(always)]
+    pub(super) fn transmit(&mut self, port: usize, mut pkt: Packet, at: Time) {
+        let p = &mut self.ports[port];
+        let wire = pkt.wire() as u64;
+        let ser = p.rate.serialization(wire);
+        let busy_until = at + ser + p.rate.serialization(self.cfg.packet.gap_bytes as u64);
+        if p.wire.is_empty() {
+            self.events
+                .push(at + ser + p.arrive_delay, Event::LinkArrive(port as u32));
+        } else {
+            // The frame ahead is still on the wire, so the gap is under a frame's
+            // serialization plus the link's delay: 32 bits hold it unless that is ~4.3 ms.
+            let gap = (busy_until - p.busy_until).0;
+            if gap < GAP_LATE as u64 {
+                pkt.set_gap(gap as u32);
+            } else {
+                pkt.set_gap(GAP_LATE);
+                let arrive = at + ser + p.arrive_delay;
+                self.late_arrivals
+                    .entry(port as u32)
+                    .or_default()
+                    .push_back(arrive);
+            }
+        }
+        p.wire.push_back(pkt);
+        p.busy_until = busy_until;
+        p.tx_bytes += wire;
+        if !pkt.is_ack() {
+            self.data_hops += 1;
+            p.data_tx_bytes += wire;
+        }
+    }
+
+    /// Ask for a PortFree event when the current frame is done (at most one pending).
+    #[inline]
+    pub(super) fn wake_port(&mut self, port: usize) {
+        let p = &mut self.ports[port];
+        if !p.wake_pending {
+            p.wake_pending = true;
+            self.events.push(p.busy_until, Event::PortFree(port as u32));
+        }
+    }
+
+    pub(super) fn on_port_free(&mut self, port: usize) {
+        let rt = &mut self.ports[port];
+        rt.wake_pending = false;
+        if rt.owner_is_host {
+            self.host_catch_up(port, self.now);
+            // (Eager NICs only.) Its decision may have come first, at an arrival at the
+            // same time: then it owes the next one.
+            if self.ports[port].send_owed {
+                self.wake_port(port);
+            }
+        } else {
+            self.catch_up(port, self.now);
+            self.keep_draining(port);
+        }
+    }
+
+    // Always inlined into the event loop (the most common event).
+    #[inline(always)]
+    pub(super) fn on_link_arrive(&mut self, port: usize) {
+        let pkt = self.ports[port]
+            .wire
+            .pop_front()
+            .expect("arrival event without a frame on the link");
+        if let Some(next) = self.ports[port].wire.front() {
+            let (gap, next_flow, next_seq, next_is_ack) =
+                (next.gap(), next.flow(), next.seq(), next.is_ack());
+            // Its event fires at its arrival, so now is the arrival of the frame it follows.
+            let at = match gap {
+                GAP_LATE => self.late_arrival(port),
+                gap => self.now + Dur(gap as u64),
+            };
+            self.events.push(at, Event::LinkArrive(port as u32));
+            if self.ports[port].peer < self.topo.n_hosts {
+                self.prefetch_host_bound(next_flow, next_seq, next_is_ack);
+            }
+            // The next arrival reads the gap of the frame after `next`, every other
+            // time on a line not touched since it was sent, a link latency ago (~24
+            // frames at 800 Gbps and 1 us): start loading it now. (The look-ahead, where
+            // on, does it anyway.)
+            if !self.prefetch {
+                if let Some(f) = self.ports[port].wire.get(1) {
+                    prefetch(f, 1);
+                }
+            }
+        }
+        if !self.ports[port].owner_is_host {
+            // The usual time a switch port's next departures are worked out (see
+            // `catch_up`): its record is in cache now.
+            self.catch_up(port, self.now);
+            self.keep_draining(port);
+        } else {
+            // Likewise a host NIC's next frames (see `host_catch_up`).
+            self.host_catch_up(port, self.now);
+        }
+        let node = self.ports[port].peer;
+        if node < self.topo.n_hosts {
+            self.host_receive(node, pkt);
+        } else {
+            self.switch_receive(node, pkt);
+        }
+    }
+
+    /// The next frame on a link reaches a host: start loading the flow state it will
+    /// read there (a receiver addresses the ACK from it, a sender checks the ACK against
+    /// it). With thousands of flows these are misses (all-to-all (c) of the benchmarks).
+    #[inline(never)]
+    pub(super) fn prefetch_host_bound(&self, flow: u32, seq: u32, is_ack: bool) {
+        prefetch_addr(&self.hot[flow as usize]);
+        if is_ack {
+            self.loss.prefetch_ack(flow, seq);
+        }
+    }
+
+    /// The arrival time of a frame whose gap did not fit 32 bits (links over ~4.3 ms).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn late_arrival(&mut self, port: usize) -> Time {
+        self.late_arrivals
+            .get_mut(&(port as u32))
+            .and_then(|q| q.pop_front())
+            .expect("a late frame without its arrival time")
+    }
+
+    pub(super) fn switch_receive(&mut self, node: u32, p: Packet) {
+        let dst_edge = self.topo.host_edge[p.dst() as usize];
+        let out = if dst_edge == node {
+            self.topo.host_down_port[p.dst() as usize]
+        } else {
+            let group = self.topo.group_towards(node, dst_edge);
+            let n = self.topo.group_ports(group).len();
+            if n == 1 {
+                self.topo.group_ports(group)[0]
+            } else {
+                if self.lb_reads_queues {
+                    for i in 0..n {
+                        let c = self.topo.group_ports(group)[i] as usize;
+                        self.catch_up(c, self.now);
+                    }
+                }
+                let candidates = self.topo.group_ports(group);
+                let ports = &self.ports;
+                let backlog = |p: PortId| ports[p as usize].queued;
+                let view = SwitchView {
+                    now: self.now,
+                    node,
+                    group,
+                    candidates,
+                    backlog: &backlog,
+                    buffer_bytes: self.cfg.switch.buffer_bytes,
+                    salt: self.salts[node as usize],
+                };
+                let hdr = Header {
+                    flow: p.flow(),
+                    dst: p.dst(),
+                    entropy: p.entropy(),
+                    is_ack: p.is_ack(),
+                    wire_bytes: p.wire() as u32,
+                };
+                self.lb.choose_port(&view, &hdr)
+            }
+        };
+        self.enqueue(out as usize, p);
+    }
+
+    pub(super) fn enqueue(&mut self, port: usize, p: Packet) {
+        self.catch_up(port, self.now);
+        let wire = p.wire() as u64;
+        if self.ports[port].queued + wire > self.cfg.switch.buffer_bytes {
+            self.port_counts[port].drops += 1;
+            if p.is_ack() {
+                self.acks_dropped += 1;
+            } else {
+                self.pkts_dropped += 1;
+                self.bytes_dropped += self.payload(&p);
+            }
+            self.live_packets -= 1;
+            return;
+        }
+        // (A switch port's queues are empty exactly when it has no bytes queued.)
+        if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
+            // Straight through an idle port: no queue, no mark.
+            self.transmit(port, p, self.now);
+            return;
+        }
+        if p.is_ack() {
+            self.ports[port].q_hi.push_back(p);
+        } else {
+            self.ports[port].q_lo.push_back(p);
+        }
+        self.set_queued(port, self.ports[port].queued + wire, self.now);
+        self.keep_draining(port);
+    }
+
+    /// Switch ports dequeue lazily. Instead of an event each time a port frees up, a
+    /// port's departures up to `upto` are worked out when something next looks at it:
+    /// a packet arriving at it (`enqueue`), the arrival of a frame it sent (the usual
+    /// case: a link's latency is many frame times), a queue-aware scheme reading its
+    /// backlog, the end of the run. This is exact, not an approximation: every packet
+    /// reaches a queue through `enqueue`, which first catches the port up to the
+    /// packet's arrival, so each departure sees exactly the packets that had arrived by
+    /// then. And it is in time: a departure is worked out no later than the arrival of
+    /// the frame before it on the same link (`keep_draining` covers ports with an
+    /// empty link), so the frame it sends is never scheduled in the past. It saves
+    /// about a third of all events.
+    #[inline(always)]
+    pub(super) fn catch_up(&mut self, port: usize, upto: Time) {
+        // Checked inline: most calls find nothing due.
+        if self.ports[port].busy_until <= upto && self.ports[port].queued > 0 {
+            self.dequeue_until(port, upto);
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn dequeue_until(&mut self, port: usize, upto: Time) {
+        loop {
+            let at = self.ports[port].busy_until;
+            self.dequeue_at(port, at);
+            if self.ports[port].busy_until > upto || self.ports[port].queued == 0 {
+                return;
+            }
+        }
+    }
+
+    /// A switch port with frames queued and none on its link has nothing that will catch
+    /// it up: ask for an event when it frees up. Needed only after its link lost a frame,
+    /// its wake-up fired or a packet joined its queue: a catch-up that sends a frame leaves
+    /// one on the link, and one that sends nothing changes nothing.
+    #[inline]
+    pub(super) fn keep_draining(&mut self, port: usize) {
+        if self.ports[port].queued > 0 && self.ports[port].wire.is_empty() {
+            self.wake_port(port);
+        }
+    }
+
+    /// Catches every port up to `upto` (for statistics that must be exact then).
+    pub(super) fn catch_up_all(&mut self, upto: Time) {
+        for port in 0..self.ports.len() {
+            if !self.ports[port].owner_is_host {
+                self.catch_up(port, upto);
+            } else {
+                self.host_catch_up(port, upto);
+            }
+        }
+    }
+
+    /// The departure of a switch port's next frame at `at`: ACKs first, RED/ECN on the
+    /// backlog it leaves behind.
+    pub(super) fn dequeue_at(&mut self, port: usize, at: Time) {
+        let rt = &mut self.ports[port];
+        let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
+            return;
+        };
+        // The port's next departure reads the new head, often on a line not touched
+        // since it was queued: start loading it now (it is needed a frame time or more
+        // from now, when a packet arrives at the port or one it sent reaches the far end).
+        if let Some(f) = rt.q_hi.front().or_else(|| rt.q_lo.front()) {
+            prefetch(f, 1);
+        }
+        let left = self.ports[port].queued - pkt.wire() as u64;
+        self.set_queued(port, left, at);
+        if !pkt.is_ack() && self.cfg.switch.ecn && self.red_marks(port, left) {
+            pkt.mark_ecn();
+            self.port_counts[port].marks += 1;
+        }
+        self.transmit(port, pkt, at);
+    }
+
+    /// RED at dequeue: mark with probability rising linearly from kmin to kmax
+    /// of the backlog left behind the departing packet. The draw is a hash of the
+    /// port and its byte count so far, so it does not depend on the order in which
+    /// ports are caught up.
+    pub(super) fn red_marks(&mut self, port: usize, backlog: u64) -> bool {
+        if backlog <= self.red_min {
+            false
+        } else if backlog >= self.red_max {
+            true
+        } else {
+            let buf = self.cfg.switch.buffer_bytes as f64;
+            let (kmin, kmax) = (
+                self.cfg.switch.ecn_kmin * buf,
+                self.cfg.switch.ecn_kmax * buf,
+            );
+            let q = backlog as f64;
+            let draw = mix64(mix64(self.red_seed ^ port as u64) ^ self.ports[port].tx_bytes);
+            // The top 53 bits as a uniform value in [0, 1).
+            ((draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < (q - kmin) / (kmax - kmin)
+        }
+    }
+
+    pub(super) fn set_queued(&mut self, port: usize, bytes: u64, at: Time) {
+        let rt = &mut self.ports[port];
+        rt.queue_area += rt.queued as u128 * (at - rt.last_change).0 as u128;
+        rt.last_change = at;
+        rt.max_queue = rt.max_queue.max(bytes);
+        rt.queued = bytes;
+    }
+
+    pub(super) fn queue_area_until(&self, port: usize, t: Time) -> u128 {
+        let rt = &self.ports[port];
+        rt.queue_area + rt.queued as u128 * (t - rt.last_change).0 as u128
+    }
+}

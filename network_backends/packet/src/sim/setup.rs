@@ -1,0 +1,243 @@
+//! Building a run: checking the flows against the limits, the schemes, the ports,
+//! the retransmission timeout.
+
+use super::*;
+
+impl Simulation {
+    pub fn new(cfg: SimConfig) -> SimResult<Simulation> {
+        cfg.validate()?;
+        let rate = Rate::from_gbps(cfg.link.rate_gbps);
+        let latency = Dur::from_ns_f64(cfg.link.latency_ns);
+        let topo = Topology::build(&cfg.topology, rate, latency)?;
+        let mut specs = traffic::generate(&cfg.traffic, &topo, cfg.seed)?;
+        let max_time = Time((cfg.limits.max_time_ms * 1e9).round() as u64);
+        if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| f.start > max_time) {
+            return Err(SimError::BadFlow {
+                index: i,
+                field: "start_ps",
+                message: format!(
+                    "starts at {} ps, after limits.max_time_ms = {}",
+                    f.start.0, cfg.limits.max_time_ms
+                ),
+            });
+        }
+        // A flow its own NIC cannot even serialize before the run's limit would only time
+        // out (and a huge one would exhaust memory first): refuse it now.
+        let timing = bounds::FrameTiming::from_config(&cfg);
+        let seconds = |bytes: u64| bytes as f64 * 8.0 / (cfg.link.rate_gbps * 1e9);
+        if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| {
+            seconds(f.bytes) * 1e3 > cfg.limits.max_time_ms
+                || timing.packets(f.bytes).0 > u32::MAX as u64
+        }) {
+            return Err(SimError::BadFlow {
+                index: i,
+                field: "bytes",
+                message: format!(
+                    "= {} needs at least {:.1} ms on a {} Gbps link ({} packets), past \
+                     limits.max_time_ms = {} (or past 2^32 packets)",
+                    f.bytes,
+                    seconds(f.bytes) * 1e3,
+                    cfg.link.rate_gbps,
+                    timing.packets(f.bytes).0,
+                    cfg.limits.max_time_ms
+                ),
+            });
+        }
+        let infos: Vec<FlowInfo> = specs
+            .iter()
+            .map(|f| FlowInfo {
+                src: f.src,
+                dst: f.dst,
+                bytes: f.bytes,
+            })
+            .collect();
+        let bdp_packets = timing.bdp_packets(topo.diameter_hops);
+        let mut lb = lb::build(
+            &cfg.scheme.lb,
+            &LbInit {
+                topo: &topo,
+                flows: &infos,
+                seed: cfg.seed,
+                bdp_packets,
+            },
+            &cfg.scheme.lb_params,
+        )?;
+        let requested_start = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let starts: Vec<Time> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.start + lb.start_delay(i as u32))
+            .collect();
+        let cc = cc::build(
+            &cfg.scheme.cc,
+            &CcInit {
+                n_flows: specs.len(),
+                line_rate: rate,
+            },
+            &cfg.scheme.cc_params,
+        )?;
+        let requested_starts: Vec<Time> = specs.iter().map(|f| f.start).collect();
+        for (f, &at) in specs.iter_mut().zip(&starts) {
+            f.start = at;
+        }
+        let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
+        let loss = loss::build(
+            &cfg.scheme.loss,
+            &LossInit {
+                flow_bytes: &bytes,
+                payload_bytes: cfg.packet.payload_bytes,
+            },
+            &cfg.scheme.loss_params,
+        )?;
+
+        let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
+        let ports: Vec<PortRt> = topo
+            .ports
+            .iter()
+            .map(|p| PortRt {
+                q_hi: VecDeque::new(),
+                q_lo: VecDeque::new(),
+                wire: VecDeque::new(),
+                busy_until: Time::ZERO,
+                queued: 0,
+                wake_pending: false,
+                send_owed: false,
+                rate: p.rate,
+                arrive_delay: if p.peer < topo.n_hosts {
+                    p.latency
+                } else {
+                    p.latency + switch_latency
+                },
+                peer: p.peer,
+                owner_is_host: p.owner < topo.n_hosts,
+                max_queue: 0,
+                queue_area: 0,
+                last_change: Time::ZERO,
+                tx_bytes: 0,
+                data_tx_bytes: 0,
+            })
+            .collect();
+        let hot = specs
+            .iter()
+            .map(|spec| FlowHot {
+                next_allowed: spec.start,
+                sent: 0,
+                src: spec.src,
+                dst: spec.dst,
+                blocked: false,
+                done: false,
+                timed_out: false,
+                rto_pending: false,
+            })
+            .collect();
+        let flows = specs
+            .iter()
+            .map(|&spec| FlowRt {
+                spec,
+                finish: None,
+                slot: 0,
+                started: false,
+                timeouts_in_a_row: 0,
+                timeouts: 0,
+                retransmitted: 0,
+            })
+            .collect();
+        let n_ports = topo.ports.len();
+        // A timeout shorter than the round trip presumes every packet lost before its ACK
+        // can return; late ACKs of "lost" packets count nothing, so no flow would finish.
+        // Over the longest path the flows take (the fabric's, when flows come later).
+        let longest = specs
+            .iter()
+            .filter(|f| f.src != f.dst)
+            .map(|f| topo.hops_between(f.src, f.dst))
+            .max()
+            .unwrap_or(topo.diameter_hops);
+        let base_rtt = timing.base_rtt(longest);
+        let rto = match cfg.limits.rto_us {
+            Some(us) => {
+                let rto = Dur((us * PS_PER_US as f64).round() as u64);
+                if rto <= base_rtt {
+                    return Err(config_err(
+                        "limits.rto_us",
+                        format!(
+                            "= {us} us is not longer than the unloaded round trip of a full packet \
+                             on the longest path of the traffic ({:.3} us): every packet would be \
+                             presumed lost before its ACK could be back",
+                            base_rtt.0 as f64 / PS_PER_US as f64
+                        ),
+                    ));
+                }
+                rto
+            }
+            // Nor should a packet be presumed lost while it may still wait in queues: at
+            // 1-10 Gbps draining one 800 KB buffer takes longer than the default, and with
+            // a timeout of one drain ECMP flows starved through 32 timeouts; two drains
+            // finished every run (README, loss recovery). Still 100 us from 200 Gbps up.
+            // Capped at the longest run allowed: it would never fire later, and event times
+            // must stay within the clock (a 2^62 B buffer wrapped the sum to 100 us).
+            None => {
+                let drain = timing.rate.serialization(cfg.switch.buffer_bytes);
+                Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
+                    .max(Dur(2 * base_rtt.0))
+                    .max(Dur(base_rtt.0.saturating_add(drain.0.saturating_mul(2))))
+                    .min(Dur((crate::config::MAX_TIME_MS * 1e9) as u64))
+            }
+        };
+        // A lazy NIC's owed decision is caught up by the arrival of the frame before it
+        // at the far end, so that must not come before the NIC frees up (link delay >=
+        // inter-frame gap); and a decision caught up that late must not arm a timer in
+        // the past (timeout >= link delay). Paced flows become sendable with time alone.
+        let paced = cc.paces();
+        let lazy_hosts = !paced
+            && ports.iter().all(|p: &PortRt| {
+                let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
+                !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
+            });
+        let buffer = cfg.switch.buffer_bytes as f64;
+        let salts = (0..topo.n_nodes() as u64)
+            .map(|n| derive_seed(cfg.seed, "ecmp.salt", n))
+            .collect();
+        Ok(Simulation {
+            rto,
+            red_seed: derive_seed(cfg.seed, "switch.ecn", 0),
+            red_min: (cfg.switch.ecn_kmin * buffer).floor() as u64,
+            red_max: (cfg.switch.ecn_kmax * buffer).ceil() as u64,
+            lazy_hosts,
+            paced,
+            lb_reads_queues: lb.reads_queues(),
+            prefetch: n_ports >= PREFETCH_MIN_PORTS,
+            hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),
+            port_counts: vec![PortCounts::default(); n_ports],
+            live_packets: 0,
+            events: EventQueue::default(),
+            now: Time::ZERO,
+            done: 0,
+            draining: false,
+            error: None,
+            data_hops: 0,
+            bytes_sent: 0,
+            bytes_delivered: 0,
+            bytes_dropped: 0,
+            pkts_dropped: 0,
+            acks_dropped: 0,
+            driven: false,
+            completions: VecDeque::new(),
+            late_arrivals: HashMap::new(),
+            cfg,
+            topo,
+            flows,
+            hot,
+            ports,
+            lb,
+            cc,
+            loss,
+            salts,
+            requested_starts,
+            requested_start,
+        })
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+}
