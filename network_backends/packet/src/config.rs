@@ -126,6 +126,12 @@ pub struct SchemeConfig {
     pub cc_params: Params,
     pub loss: String,
     pub loss_params: Params,
+    /// What a receiver returns per data packet (`receiver::names`).
+    pub receiver: String,
+    pub receiver_params: Params,
+    /// The switches' queue discipline (`qdisc::names`).
+    pub qdisc: String,
+    pub qdisc_params: Params,
 }
 impl Default for SchemeConfig {
     fn default() -> Self {
@@ -136,6 +142,10 @@ impl Default for SchemeConfig {
             cc_params: Params::new(),
             loss: "erasure".into(),
             loss_params: Params::new(),
+            receiver: "ack".into(),
+            receiver_params: Params::new(),
+            qdisc: "red".into(),
+            qdisc_params: Params::new(),
         }
     }
 }

@@ -19,6 +19,8 @@ pub enum Event {
     HostWake(u32),
     /// A flow's retransmission timer.
     Rto(u32),
+    /// A timer its congestion controller armed for a flow.
+    CcTimer(u32),
 }
 
 impl Event {
@@ -30,6 +32,7 @@ impl Event {
             Event::FlowStart(i) => (2, i),
             Event::HostWake(i) => (3, i),
             Event::Rto(i) => (4, i),
+            Event::CcTimer(i) => (5, i),
         };
         kind << 32 | id as u64
     }
@@ -41,7 +44,8 @@ impl Event {
             1 => Event::LinkArrive(id),
             2 => Event::FlowStart(id),
             3 => Event::HostWake(id),
-            _ => Event::Rto(id),
+            4 => Event::Rto(id),
+            _ => Event::CcTimer(id),
         }
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! Layers, lowest first (a module only names those above it in this list):
 //! `units`, `rng`, `error` -> `config`, `params` -> `topology` -> `traffic`,
-//! `bounds` -> the scheme families `lb`, `cc`, `loss` (one trait each, one file per
-//! scheme, a registry by name) -> `events` -> `sim` (the event loop) -> `report`,
-//! `network_api` (the engine as a backend of the system layer).
+//! `bounds` -> `transport` (what the engine tells the schemes) -> the scheme families
+//! `lb`, `cc`, `loss`, `receiver`, `qdisc` (one trait each, one file per scheme, a
+//! registry by name) -> `events` -> `sim` (the event loop) -> `report`, `network_api`
+//! (the engine as a backend of the system layer).
 //!
 //! Panic contract: no input makes the engine panic; bad input is a [`SimError`].
 //! Determinism: the same config (seed included) gives a bit-identical [`Report`].
@@ -19,11 +20,14 @@ pub mod loss;
 pub mod network_api;
 pub mod params;
 mod prefetch;
+pub mod qdisc;
+pub mod receiver;
 pub mod report;
 pub mod rng;
 pub mod sim;
 pub mod topology;
 pub mod traffic;
+pub mod transport;
 pub mod units;
 
 pub use config::SimConfig;

@@ -72,6 +72,8 @@ pub struct Report {
     pub packets_alive_at_end: u64,
     /// Named counts of the load balancer's state (`queue_pairs`, `pointers`, ...).
     pub lb_counters: Vec<(String, u64)>,
+    /// Named counts of the other families, as `family.name` (`cc.window_cuts`, ...).
+    pub scheme_counters: Vec<(String, u64)>,
     /// Order-sensitive hash of every flow's outcome: equal digests, identical runs.
     pub digest: u64,
 }

@@ -187,6 +187,11 @@ fn simulate_packet(
         counters.set_item(k, v)?;
     }
     out.set_item("lb_counters", counters)?;
+    let counters = PyDict::new(py);
+    for (k, v) in &report.scheme_counters {
+        counters.set_item(k, v)?;
+    }
+    out.set_item("scheme_counters", counters)?;
     out.set_item("digest", report.digest)?;
     Ok(out.into_any().unbind())
 }
@@ -198,6 +203,8 @@ fn scheme_names(py: Python<'_>) -> PyResult<PyObject> {
     d.set_item("lb", tracefabric_packet::lb::names())?;
     d.set_item("cc", tracefabric_packet::cc::names())?;
     d.set_item("loss", tracefabric_packet::loss::names())?;
+    d.set_item("receiver", tracefabric_packet::receiver::names())?;
+    d.set_item("qdisc", tracefabric_packet::qdisc::names())?;
     Ok(d.into_any().unbind())
 }
 

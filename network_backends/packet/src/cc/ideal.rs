@@ -30,10 +30,6 @@ impl CongestionControl for Ideal {
         self.paced.map(|r| r.serialization(wire_bytes as u64))
     }
 
-    fn paces(&self) -> bool {
-        self.paced.is_some()
-    }
-
     fn never_holds_back(&self) -> bool {
         self.paced.is_none()
     }

@@ -33,6 +33,7 @@ use crate::config::Params;
 use crate::error::{SimError, SimResult};
 use crate::rng::mix64;
 use crate::topology::{GroupId, NodeId, PortId, Topology};
+use crate::transport::Feedback;
 use crate::units::{Dur, Time};
 
 pub type FlowId = u32;
@@ -98,8 +99,9 @@ pub trait LoadBalancer: Send {
         data_entropy
     }
 
-    /// An ACK came back echoing the entropy its data packet used, and its ECN mark.
-    fn on_ack(&mut self, _flow: FlowId, _entropy: u32, _ecn: bool, _now: Time) {}
+    /// A reply reached the sender (after loss recovery saw it; see `transport`): it
+    /// echoes the entropy its data packet used (`fb.echo`) and its ECN mark.
+    fn on_feedback(&mut self, _fb: &Feedback) {}
 
     /// The flow's retransmission timer fired.
     fn on_timeout(&mut self, _flow: FlowId, _now: Time) {}

@@ -9,6 +9,7 @@ use super::{FlowId, LbInit, LoadBalancer};
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
+use crate::transport::Feedback;
 use crate::rng::{derive_rng, Rng};
 use crate::units::Time;
 use rand::Rng as _;
@@ -54,10 +55,10 @@ impl LoadBalancer for Plb {
         self.flows[flow as usize].label
     }
 
-    fn on_ack(&mut self, flow: FlowId, _entropy: u32, ecn: bool, _now: Time) {
-        let f = &mut self.flows[flow as usize];
+    fn on_feedback(&mut self, fb: &Feedback) {
+        let f = &mut self.flows[fb.flow as usize];
         f.acks += 1;
-        f.marked += ecn as u32;
+        f.marked += fb.ecn() as u32;
         if f.acks == self.alpha {
             if f.marked as f64 > self.beta * self.alpha as f64 {
                 f.label = self.rng.gen();

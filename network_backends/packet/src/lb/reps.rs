@@ -7,6 +7,7 @@ use super::{FlowId, LbInit, LoadBalancer};
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
+use crate::transport::Feedback;
 use crate::units::Time;
 
 #[derive(Clone, Copy, Default)]
@@ -54,9 +55,9 @@ impl LoadBalancer for Reps {
         }
     }
 
-    fn on_ack(&mut self, flow: FlowId, entropy: u32, ecn: bool, _now: Time) {
-        let cached = if ecn { self.fresh(flow) } else { entropy };
-        self.flows[flow as usize].cached_entropy = cached;
+    fn on_feedback(&mut self, fb: &Feedback) {
+        let cached = if fb.ecn() { self.fresh(fb.flow) } else { fb.echo };
+        self.flows[fb.flow as usize].cached_entropy = cached;
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

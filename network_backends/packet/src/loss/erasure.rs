@@ -9,6 +9,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::params::ParamReader;
+use crate::transport::Feedback;
 use crate::prefetch::prefetch_addr;
 use crate::units::{Dur, Time};
 use std::collections::VecDeque;
@@ -209,7 +210,8 @@ impl LossRecovery for Erasure {
         })
     }
 
-    fn on_ack(&mut self, flow: FlowId, seq: u32, _now: Time) -> AckOutcome {
+    fn on_feedback(&mut self, fb: &Feedback) -> AckOutcome {
+        let (flow, seq) = (fb.flow, fb.seq);
         let f = &mut self.flows[flow as usize];
         let mut newly = 0;
         if let Some(slot) = f.slot(seq) {
@@ -260,7 +262,7 @@ impl LossRecovery for Erasure {
         prefetch_addr(self.flows.as_ptr().wrapping_add(flow as usize));
         // A spilled window's slot lies behind a pointer in the record. With few flows
         // the records stay cached, so reading one here is cheap and the slot can load
-        // early too; with many, the read would stall here instead of in `on_ack`.
+        // early too; with many, the read would stall here instead of in `on_feedback`.
         if self.flows.len() <= FEW_FLOWS {
             let f = &self.flows[flow as usize];
             if let Window::Spilled(symbols) = &f.window {
@@ -308,12 +310,12 @@ mod tests {
         let sizes: Vec<u32> =
             std::iter::from_fn(|| e.next_packet(0, Time(0)).map(|s| s.payload)).collect();
         assert_eq!(sizes, vec![4096, 4096, 1808]);
-        assert!(!e.on_ack(0, 0, Time(1)).complete);
+        assert!(!e.on_feedback(&super::super::feedback(0, 0, Time(1))).complete);
         assert_eq!(e.on_timeout(0, Time(100), Dur(50)), 2); // seq 1 and 2 lost
         let replacement = e.next_packet(0, Time(100)).unwrap();
         assert_eq!((replacement.seq, replacement.payload), (3, 4096));
         assert_eq!(
-            e.on_ack(0, 3, Time(150)),
+            e.on_feedback(&super::super::feedback(0, 3, Time(150))),
             AckOutcome {
                 newly_acked: 4096,
                 complete: false
@@ -379,7 +381,7 @@ mod tests {
                         newly_acked: newly,
                         complete: r.unacked == 0,
                     };
-                    assert_eq!(e.on_ack(flow, seq, Time(now)), want);
+                    assert_eq!(e.on_feedback(&super::super::feedback(flow, seq, Time(now))), want);
                 }
                 _ => {
                     let rto = Dur(500 + (x >> 32) % 3000);

@@ -8,6 +8,7 @@ mod sack;
 use crate::config::Params;
 use crate::error::{SimError, SimResult};
 use crate::lb::FlowId;
+use crate::transport::Feedback;
 use crate::units::{Dur, Time};
 
 pub struct LossInit<'a> {
@@ -36,7 +37,9 @@ pub trait LossRecovery: std::marker::Send {
     /// `on_timeout`: nothing may become due only because time passed.
     fn next_packet(&mut self, flow: FlowId, now: Time) -> Option<Send>;
 
-    fn on_ack(&mut self, flow: FlowId, seq: u32, now: Time) -> AckOutcome;
+    /// A reply reached the sender (the first family to see it; see `transport`): what it
+    /// newly acknowledges, and whether the flow is now complete.
+    fn on_feedback(&mut self, fb: &Feedback) -> AckOutcome;
 
     /// Declare lost what has been outstanding for `rto` or longer; returns how many packets.
     fn on_timeout(&mut self, flow: FlowId, now: Time, rto: Dur) -> u32;
@@ -50,6 +53,11 @@ pub trait LossRecovery: std::marker::Send {
     /// engine leaves such a flow out of its send loop; false is always correct, just slower.
     fn nothing_due(&self, _flow: FlowId) -> bool {
         false
+    }
+
+    /// Named counts for reports.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 
     /// A hint: the ACK of `flow`'s packet `seq` arrives soon, so start loading what
@@ -73,6 +81,22 @@ pub fn build(name: &str, init: &LossInit, params: &Params) -> SimResult<Box<dyn 
             name: name.to_string(),
             known: names().join(", "),
         }),
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn feedback(flow: FlowId, seq: u32, now: Time) -> Feedback {
+    Feedback {
+        flow,
+        now,
+        seq,
+        echo: 0,
+        flags: 0,
+        rtt: Dur(0),
+        hops: 2,
+        int: Default::default(),
+        newly_acked: 0,
+        complete: false,
     }
 }
 
@@ -109,7 +133,7 @@ mod tests {
                     }
                     4..=6 if !sent[f].is_empty() => {
                         let seq = sent[f][(x >> 24) as usize % sent[f].len()];
-                        loss.on_ack(f as FlowId, seq, Time(now));
+                        loss.on_feedback(&feedback(f as FlowId, seq, Time(now)));
                     }
                     _ => {
                         loss.on_timeout(f as FlowId, Time(now), Dur(2_000));

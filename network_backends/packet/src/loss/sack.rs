@@ -8,6 +8,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::params::ParamReader;
+use crate::transport::Feedback;
 use crate::prefetch::prefetch_addr;
 use crate::units::{Dur, Time};
 use std::collections::VecDeque;
@@ -123,7 +124,8 @@ impl LossRecovery for Sack {
         None
     }
 
-    fn on_ack(&mut self, flow: FlowId, seq: u32, _now: Time) -> AckOutcome {
+    fn on_feedback(&mut self, fb: &Feedback) -> AckOutcome {
+        let (flow, seq) = (fb.flow, fb.seq);
         let full = self.payload;
         let threshold = self.threshold;
         let f = &mut self.flows[flow as usize];
@@ -235,22 +237,22 @@ mod tests {
         }
         // packet 0 and 2 missing; ACKs for 1 and 3 keep the gap (high - lowest) at 3, not above
         for seq in [1, 3] {
-            s.on_ack(0, seq, Time(10));
+            s.on_feedback(&super::super::feedback(0, seq, Time(10)));
         }
         assert_eq!(s.next_packet(0, Time(10)), None);
-        s.on_ack(0, 5, Time(11)); // gap 5 - 0 = 5 > 3: retransmit 0, 2 and 4
+        s.on_feedback(&super::super::feedback(0, 5, Time(11))); // gap 5 - 0 = 5 > 3: retransmit 0, 2 and 4
         let r: Vec<u32> =
             std::iter::from_fn(|| s.next_packet(0, Time(12)).map(|p| p.seq)).collect();
         assert_eq!(r, vec![0, 2, 4]);
-        s.on_ack(0, 6, Time(13)); // the copies sent at t=12 are younger than packet 6: no duplicates
+        s.on_feedback(&super::super::feedback(0, 6, Time(13))); // the copies sent at t=12 are younger than packet 6: no duplicates
         assert_eq!(s.next_packet(0, Time(13)), None);
-        s.on_ack(0, 0, Time(14));
-        s.on_ack(0, 2, Time(14));
-        s.on_ack(0, 4, Time(14));
+        s.on_feedback(&super::super::feedback(0, 0, Time(14)));
+        s.on_feedback(&super::super::feedback(0, 2, Time(14)));
+        s.on_feedback(&super::super::feedback(0, 4, Time(14)));
         for seq in [7, 8] {
-            s.on_ack(0, seq, Time(15));
+            s.on_feedback(&super::super::feedback(0, seq, Time(15)));
         }
-        assert!(s.on_ack(0, 9, Time(16)).complete);
+        assert!(s.on_feedback(&super::super::feedback(0, 9, Time(16))).complete);
     }
 
     #[test]
@@ -259,11 +261,11 @@ mod tests {
         let sizes: Vec<u32> =
             std::iter::from_fn(|| s.next_packet(0, Time(0)).map(|p| p.payload)).collect();
         assert_eq!(sizes, vec![1000, 1000, 500]);
-        s.on_ack(0, 0, Time(5));
+        s.on_feedback(&super::super::feedback(0, 0, Time(5)));
         assert_eq!(s.on_timeout(0, Time(100), Dur(100)), 2);
         assert_eq!(s.next_packet(0, Time(100)).unwrap().seq, 1);
         assert_eq!(s.next_packet(0, Time(100)).unwrap().seq, 2);
-        assert!(!s.on_ack(0, 1, Time(101)).complete);
-        assert!(s.on_ack(0, 2, Time(102)).complete);
+        assert!(!s.on_feedback(&super::super::feedback(0, 1, Time(101))).complete);
+        assert!(s.on_feedback(&super::super::feedback(0, 2, Time(102))).complete);
     }
 }

@@ -126,6 +126,7 @@ impl Simulation {
                 self.host_try_send(h);
             }
             Event::Rto(f) => self.on_rto(f),
+            Event::CcTimer(f) => self.on_cc_timer(f),
         }
         match self.error.take() {
             Some(e) => Err(e),

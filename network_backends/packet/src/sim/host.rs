@@ -1,5 +1,4 @@
-//! Hosts: the NIC's send loop (ACKs first, then flows round-robin) and the transport
-//! (ACK handling, retransmission timers, completion).
+//! Host NICs: the send loop (replies first, then flows round-robin), decided lazily.
 
 use super::*;
 
@@ -38,9 +37,9 @@ impl Simulation {
     /// the frame it sent last reaches the far end, whichever comes first. That is in
     /// time: the frame decided on is sent at `busy_until` and arrives a link delay
     /// later, after its predecessor. Where the link delay is shorter than the
-    /// inter-frame gap, or flows are paced (`lazy_hosts` is false), a PortFree event
-    /// comes at `busy_until` instead. Saves two events per data packet (its own
-    /// departure and its ACK's), about 15% of all.
+    /// inter-frame gap (`lazy_hosts` is false), a PortFree event comes at `busy_until`
+    /// instead. Saves two events per data packet (its own departure and its ACK's), about
+    /// 15% of all.
     #[inline(always)]
     pub(super) fn host_catch_up(&mut self, port: usize, upto: Time) {
         while self.ports[port].send_owed && self.ports[port].busy_until <= upto {
@@ -59,21 +58,47 @@ impl Simulation {
         }
     }
 
-    /// Start the NIC's next frame at `at` if it is idle then: an ACK if any, else the
+    /// Start the NIC's next frame at `at` if it is idle then: a reply if any, else the
     /// next data packet. `at` is now, or for a NIC catching up, the moment it freed up.
-    pub(super) fn host_send_at(&mut self, h: u32, port: usize, at: Time) {
+    ///
+    /// A paced flow becomes sendable with time alone: if the earliest one is due by now,
+    /// the NIC (catching up) was idle until then and decides again at that moment (the
+    /// host was unchanged meanwhile, and the frame arrives after its predecessor);
+    /// otherwise a HostWake event comes then. One event per paced frame at most.
+    pub(super) fn host_send_at(&mut self, h: u32, port: usize, mut at: Time) {
+        loop {
+            match self.host_decide_at(h, port, at) {
+                Some(wake) if wake <= self.now => at = wake,
+                Some(wake) => {
+                    let host = &mut self.hosts[h as usize];
+                    if host.wake_at.map_or(true, |w| wake < w) {
+                        host.wake_at = Some(wake);
+                        self.events.push(wake, Event::HostWake(h));
+                    }
+                    return;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// One decision of `host_send_at`: sends a frame, or returns the earliest time a paced
+    /// flow may send (None: nothing to wait for).
+    #[inline(always)]
+    fn host_decide_at(&mut self, h: u32, port: usize, at: Time) -> Option<Time> {
         if self.ports[port].busy_until > at {
             self.owe_send(port);
-            return;
+            return None;
         }
         if let Some(pkt) = self.ports[port].q_hi.pop_front() {
             self.transmit(port, pkt, at);
             self.owe_send(port); // come back for the next frame
-            return;
+            return None;
         }
-        if self.hosts[h as usize].unblocked == 0 && !self.paced {
-            // Unpaced flows are due from their start: only unblocked ones could send.
-            return;
+        if self.hosts[h as usize].unblocked == 0 {
+            // Only unblocked flows could send, and a flow is unblocked only by feedback, a
+            // timeout or a CC timer, each of which comes back here.
+            return None;
         }
         let n = self.hosts[h as usize].active.len();
         let mut earliest: Option<Time> = None;
@@ -125,143 +150,48 @@ impl Simulation {
             self.hosts[h as usize].rr = idx + 1;
             self.transmit(port, pkt, at);
             self.owe_send(port);
-            return;
+            return None;
         }
-        if let Some(wake) = earliest {
-            let host = &mut self.hosts[h as usize];
-            if host.wake_at.map_or(true, |w| wake < w) {
-                host.wake_at = Some(wake);
-                self.events.push(wake, Event::HostWake(h));
-            }
-        }
+        earliest
     }
 
     pub(super) fn payload(&self, p: &Packet) -> u64 {
         (p.wire() as u32 - self.cfg.packet.header_bytes) as u64
     }
 
+    /// A frame reaches host `h`: a data packet goes to the receiver policy, whose reply
+    /// (on the control priority, ahead of data) carries the data packet's entropy back; a
+    /// reply goes to the sender's families (`on_reply`).
     pub(super) fn host_receive(&mut self, h: u32, p: Packet) {
         let port = self.host_nic_now(h);
-        if !p.is_ack() {
-            self.bytes_delivered += self.payload(&p);
-            // The data packet becomes its own ACK, echoing its entropy and ECN mark.
-            let entropy = self.lb.ack_entropy(p.flow(), p.entropy(), self.now);
-            let src = self.hot[p.flow() as usize].src;
-            let ack = Packet::new(
-                p.sent_at(),
-                p.flow(),
-                p.seq(),
-                entropy,
-                p.echo(),
-                src,
-                self.cfg.packet.ack_bytes as u16,
-                p.flags() | ACK,
-            );
-            self.ports[port].q_hi.push_back(ack);
-            self.host_send_at(h, port, self.now);
+        if p.is_ack() {
+            self.on_reply(h, port, p);
             return;
         }
-        self.live_packets -= 1;
-        let f = p.flow();
-        if self.draining || self.hot[f as usize].done {
-            return;
-        }
-        let outcome = self.loss.on_ack(f, p.seq(), self.now);
-        // The ACK may open the window or make a packet due, unless the scheme knows better.
-        self.set_blocked(f, self.loss.nothing_due(f));
-        self.lb.on_ack(f, p.echo(), p.ecn(), self.now);
-        self.cc.on_ack(
-            f,
-            outcome.newly_acked,
-            p.ecn(),
-            self.now - p.sent_at(),
-            self.now,
-        );
-        if outcome.newly_acked > 0 && self.hot[f as usize].timed_out {
-            self.hot[f as usize].timed_out = false;
-            self.flows[f as usize].timeouts_in_a_row = 0;
-        }
-        if outcome.complete {
-            self.finish_flow(f);
-        }
-        self.host_send_at(h, port, self.now);
-    }
-
-    /// Marks an active flow as (not) worth a look from its host's send loop.
-    #[inline]
-    pub(super) fn set_blocked(&mut self, f: u32, blocked: bool) {
-        let hot = &mut self.hot[f as usize];
-        if hot.blocked != blocked {
-            hot.blocked = blocked;
-            let host = &mut self.hosts[hot.src as usize];
-            if blocked {
-                host.unblocked -= 1;
-            } else {
-                host.unblocked += 1;
-            }
-        }
-    }
-
-    pub(super) fn finish_flow(&mut self, f: u32) {
-        self.set_blocked(f, true);
-        let flow = &mut self.flows[f as usize];
-        flow.finish = Some(self.now);
-        self.hot[f as usize].done = true;
-        self.done += 1;
-        if self.driven {
-            self.completions.push_back((self.now, f));
-        }
-        // Removed in place, not swapped with the last: the round robin keeps its order, so
-        // a flow neither loses nor gains a turn (the lower bound counts on that).
-        let (src, slot) = (flow.spec.src as usize, flow.slot);
-        let host = &mut self.hosts[src];
-        host.active.remove(slot);
-        for (i, &moved) in host.active[slot..].iter().enumerate() {
-            self.flows[moved as usize].slot = slot + i;
-        }
-        if host.rr > slot {
-            host.rr -= 1;
-        }
-    }
-
-    pub(super) fn on_rto(&mut self, f: u32) {
-        // The sender's owed decisions come first: they may send (and arm this timer).
-        let src = self.hot[f as usize].src;
-        self.host_nic_now(src);
-        let hot = &mut self.hot[f as usize];
-        hot.rto_pending = false;
-        if self.draining || hot.done {
-            return;
-        }
-        let Some(oldest) = self.loss.oldest_outstanding(f) else {
+        self.bytes_delivered += self.payload(&p);
+        let arrival = Arrival {
+            flow: p.flow(),
+            seq: p.seq(),
+            flags: p.flags(),
+            now: self.now,
+        };
+        let Reply::Ack { flags } = self.receiver.on_data(&arrival) else {
+            self.live_packets -= 1;
             return;
         };
-        let next = oldest + self.rto;
-        if next <= self.now {
-            let lost = self.loss.on_timeout(f, self.now, self.rto);
-            self.set_blocked(f, false);
-            self.lb.on_timeout(f, self.now);
-            self.cc.on_timeout(f, self.now);
-            let flow = &mut self.flows[f as usize];
-            flow.timeouts += 1;
-            flow.timeouts_in_a_row += 1;
-            self.hot[f as usize].timed_out = true;
-            if flow.timeouts_in_a_row > self.cfg.limits.max_timeouts {
-                let reason = format!(
-                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts) of {:.3} us each (limits.rto_us); {lost} packets presumed lost in the last one",
-                    flow.spec.src, flow.spec.dst, self.cfg.limits.max_timeouts,
-                    self.rto.0 as f64 / PS_PER_US as f64
-                );
-                self.error = Some(self.unfinished(reason));
-                return;
-            }
-            // Re-arm before sending replacements, so the send path does not arm a second timer.
-            self.hot[f as usize].rto_pending = true;
-            self.events.push(self.now + self.rto, Event::Rto(f));
-            self.host_try_send(src);
-            return;
-        }
-        self.hot[f as usize].rto_pending = true;
-        self.events.push(next, Event::Rto(f));
+        let entropy = self.lb.ack_entropy(p.flow(), p.entropy(), self.now);
+        let src = self.hot[p.flow() as usize].src;
+        let reply = Packet::new(
+            p.sent_at(),
+            p.flow(),
+            p.seq(),
+            entropy,
+            p.echo(),
+            src,
+            self.cfg.packet.ack_bytes as u16,
+            flags | ACK,
+        );
+        self.ports[port].q_hi.push_back(reply);
+        self.host_send_at(h, port, self.now);
     }
 }

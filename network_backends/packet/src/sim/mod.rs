@@ -5,9 +5,10 @@
 //! Life of a data packet: the sending host's NIC pulls it from a flow (round-robin
 //! over the host's active flows, ACKs first) -> it serializes onto the link ->
 //! each switch picks an output port (one shortest-path next hop, chosen by the LB
-//! scheme when there are several) and queues it (drop-tail, RED/ECN at dequeue,
-//! ACKs in a high-priority queue) -> at the destination it turns into an ACK
-//! that carries its entropy and ECN mark back.
+//! scheme when there are several) and queues it (drop-tail; the queue discipline marks
+//! at dequeue; ACKs in a high-priority queue) -> at the destination the receiver policy
+//! answers (an ACK that carries its entropy and ECN mark back) -> at the sender the
+//! reply becomes one `transport::Feedback` for loss recovery, LB and CC, in that order.
 
 use crate::bounds;
 use crate::cc::{self, CcInit, CongestionControl};
@@ -17,8 +18,11 @@ use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
 use crate::loss::{self, LossInit, LossRecovery};
 use crate::prefetch::{prefetch, prefetch_addr};
+use crate::qdisc::{self, QdiscInit, QueueDiscipline};
+use crate::receiver::{self, Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::report::{FlowResult, LinkResult, Report, StageStats};
 use crate::rng::{derive_seed, mix64};
+use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};
 use crate::topology::{PortId, Topology};
 use crate::traffic::{self, FlowSpec};
 use crate::units::{Dur, Rate, Time, PS_PER_US};
@@ -30,6 +34,7 @@ mod host;
 mod packet;
 mod ports;
 mod results;
+mod sender;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -124,6 +129,8 @@ struct FlowHot {
     timed_out: bool,
     /// Its retransmission timer is armed (an `Event::Rto` is pending).
     rto_pending: bool,
+    /// Links each way (`transport::Feedback::hops`).
+    hops: u8,
 }
 
 struct FlowRt {
@@ -135,6 +142,8 @@ struct FlowRt {
     timeouts_in_a_row: u32,
     timeouts: u64,
     retransmitted: u64,
+    /// When the CC timer the scheme armed fires (an `Event::CcTimer` at another time is stale).
+    cc_timer: Option<Time>,
 }
 
 pub struct Simulation {
@@ -151,16 +160,14 @@ pub struct Simulation {
     lb: Box<dyn LoadBalancer>,
     cc: Box<dyn CongestionControl>,
     loss: Box<dyn LossRecovery>,
-    /// Seeds RED's marking draws (see `red_marks`).
-    red_seed: u64,
-    /// RED's thresholds in bytes of backlog: never marks at or below `red_min`, always
-    /// at or above `red_max` (kmin and kmax of the buffer, rounded down and up).
-    red_min: u64,
-    red_max: u64,
+    receiver: Box<dyn ReceiverPolicy>,
+    qdisc: Box<dyn QueueDiscipline>,
+    /// `qdisc.dequeue_floor()`: departures leaving no more behind skip the discipline.
+    qdisc_floor: u64,
+    /// Requests the CC scheme made during its last call (applied by `apply_cc_timers`).
+    cc_timers: CcTimers,
     /// Host NICs decide their next frame lazily (see `host_catch_up`).
     lazy_hosts: bool,
-    /// The CC scheme paces flows (a flow's `next_allowed` can then lie ahead).
-    paced: bool,
     /// The LB scheme reads queue lengths (switch ports must be caught up for it).
     lb_reads_queues: bool,
     /// Prefetch the state of coming events (see `prefetch_ahead`): only when the

@@ -23,7 +23,7 @@ pub(super) struct Packet {
     /// | echo << 32 (the data packet's entropy, echoed back to the sender by its ACK)
     entropy_echo: u64,
     /// dst (destination host, 24 bits: `topology::MAX_HOSTS`; for an ACK, the data sender)
-    /// | flags << 24 (ACK, ECN) | gap << 32 (on a link: see `PortRt::wire`)
+    /// | flags << 24 (ACK, `transport::flags`) | gap << 32 (on a link: see `PortRt::wire`)
     dst_flags_gap: u64,
 }
 
@@ -32,7 +32,9 @@ pub(super) struct Packet {
 pub(super) const GAP_LATE: u32 = u32::MAX;
 
 pub(super) const ACK: u8 = 1;
-pub(super) const ECN: u8 = 2;
+/// The other flag bits are `transport::flags` (ECN, NACK, TRIMMED, CNP).
+const ECN: u8 = crate::transport::flags::ECN;
+const _: () = assert!(ACK & (ECN | crate::transport::flags::NACK | crate::transport::flags::TRIMMED | crate::transport::flags::CNP) == 0);
 
 impl Packet {
     #[allow(clippy::too_many_arguments)]
@@ -98,10 +100,6 @@ impl Packet {
     #[inline]
     pub(super) fn is_ack(&self) -> bool {
         self.flags() & ACK != 0
-    }
-    #[inline]
-    pub(super) fn ecn(&self) -> bool {
-        self.flags() & ECN != 0
     }
     #[inline]
     pub(super) fn mark_ecn(&mut self) {

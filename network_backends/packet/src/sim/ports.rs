@@ -255,8 +255,8 @@ impl Simulation {
         }
     }
 
-    /// The departure of a switch port's next frame at `at`: ACKs first, RED/ECN on the
-    /// backlog it leaves behind.
+    /// The departure of a switch port's next frame at `at`: ACKs first; the queue
+    /// discipline decides on an ECN mark from the backlog it leaves behind.
     pub(super) fn dequeue_at(&mut self, port: usize, at: Time) {
         let rt = &mut self.ports[port];
         let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
@@ -270,33 +270,14 @@ impl Simulation {
         }
         let left = self.ports[port].queued - pkt.wire() as u64;
         self.set_queued(port, left, at);
-        if !pkt.is_ack() && self.cfg.switch.ecn && self.red_marks(port, left) {
+        if !pkt.is_ack()
+            && left > self.qdisc_floor
+            && self.qdisc.on_dequeue(port as PortId, left, self.ports[port].tx_bytes)
+        {
             pkt.mark_ecn();
             self.port_counts[port].marks += 1;
         }
         self.transmit(port, pkt, at);
-    }
-
-    /// RED at dequeue: mark with probability rising linearly from kmin to kmax
-    /// of the backlog left behind the departing packet. The draw is a hash of the
-    /// port and its byte count so far, so it does not depend on the order in which
-    /// ports are caught up.
-    pub(super) fn red_marks(&mut self, port: usize, backlog: u64) -> bool {
-        if backlog <= self.red_min {
-            false
-        } else if backlog >= self.red_max {
-            true
-        } else {
-            let buf = self.cfg.switch.buffer_bytes as f64;
-            let (kmin, kmax) = (
-                self.cfg.switch.ecn_kmin * buf,
-                self.cfg.switch.ecn_kmax * buf,
-            );
-            let q = backlog as f64;
-            let draw = mix64(mix64(self.red_seed ^ port as u64) ^ self.ports[port].tx_bytes);
-            // The top 53 bits as a uniform value in [0, 1).
-            ((draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < (q - kmin) / (kmax - kmin)
-        }
     }
 
     pub(super) fn set_queued(&mut self, port: usize, bytes: u64, at: Time) {

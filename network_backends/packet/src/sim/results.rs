@@ -16,6 +16,18 @@ impl Simulation {
         c
     }
 
+    pub(super) fn scheme_counters(&self) -> Vec<(String, u64)> {
+        let families = [
+            ("cc", self.cc.counters()),
+            ("loss", self.loss.counters()),
+            ("receiver", self.receiver.counters()),
+            ("qdisc", self.qdisc.counters()),
+        ];
+        (families.into_iter())
+            .flat_map(|(family, c)| c.into_iter().map(move |(k, v)| (format!("{family}.{k}"), v)))
+            .collect()
+    }
+
     /// The CCT lower bound of the flows (`bounds::cct_lower_bound`). It counts from the
     /// requested start times, so a scheme that delays starts (e.g. Ethereal's jitter) pays
     /// for it in its CCT; where no flow is ever held back, it also follows each NIC's round
@@ -121,6 +133,7 @@ impl Simulation {
             ecn_marks: self.port_counts.iter().map(|p| p.marks).sum(),
             packets_alive_at_end: live,
             lb_counters: self.lb_counters(),
+            scheme_counters: self.scheme_counters(),
             stages: stages.into_values().collect(),
             links,
             digest: mix64(digest ^ self.events.processed()),

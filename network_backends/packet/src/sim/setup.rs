@@ -68,13 +68,43 @@ impl Simulation {
             .enumerate()
             .map(|(i, f)| f.start + lb.start_delay(i as u32))
             .collect();
+        let paths: Vec<FlowPath> = specs
+            .iter()
+            .map(|f| {
+                let hops = topo.hops_between(f.src, f.dst);
+                let base_rtt = timing.base_rtt(hops);
+                let bdp_bytes = (rate.bps() as u128 * base_rtt.0 as u128 / 8_000_000_000_000) as u64;
+                FlowPath {
+                    hops,
+                    base_rtt,
+                    bdp_bytes,
+                }
+            })
+            .collect();
         let cc = cc::build(
             &cfg.scheme.cc,
             &CcInit {
-                n_flows: specs.len(),
+                paths: &paths,
                 line_rate: rate,
+                mss: cfg.packet.payload_bytes,
+                packet_wire_bytes: cfg.packet.payload_bytes + cfg.packet.header_bytes,
             },
             &cfg.scheme.cc_params,
+        )?;
+        let receiver = receiver::build(
+            &cfg.scheme.receiver,
+            &ReceiverInit {
+                n_flows: specs.len(),
+            },
+            &cfg.scheme.receiver_params,
+        )?;
+        let qdisc = qdisc::build(
+            &cfg.scheme.qdisc,
+            &QdiscInit {
+                switch: &cfg.switch,
+                seed: cfg.seed,
+            },
+            &cfg.scheme.qdisc_params,
         )?;
         let requested_starts: Vec<Time> = specs.iter().map(|f| f.start).collect();
         for (f, &at) in specs.iter_mut().zip(&starts) {
@@ -117,9 +147,8 @@ impl Simulation {
                 data_tx_bytes: 0,
             })
             .collect();
-        let hot = specs
-            .iter()
-            .map(|spec| FlowHot {
+        let hot = (specs.iter().zip(&paths))
+            .map(|(spec, path)| FlowHot {
                 next_allowed: spec.start,
                 sent: 0,
                 src: spec.src,
@@ -128,6 +157,7 @@ impl Simulation {
                 done: false,
                 timed_out: false,
                 rto_pending: false,
+                hops: path.hops.min(u8::MAX as u32) as u8,
             })
             .collect();
         let flows = specs
@@ -140,6 +170,7 @@ impl Simulation {
                 timeouts_in_a_row: 0,
                 timeouts: 0,
                 retransmitted: 0,
+                cc_timer: None,
             })
             .collect();
         let n_ports = topo.ports.len();
@@ -186,24 +217,22 @@ impl Simulation {
         // A lazy NIC's owed decision is caught up by the arrival of the frame before it
         // at the far end, so that must not come before the NIC frees up (link delay >=
         // inter-frame gap); and a decision caught up that late must not arm a timer in
-        // the past (timeout >= link delay). Paced flows become sendable with time alone.
-        let paced = cc.paces();
-        let lazy_hosts = !paced
-            && ports.iter().all(|p: &PortRt| {
+        // the past (timeout >= link delay). A paced flow that becomes sendable while the NIC
+        // is idle is decided at that moment (see `host_send_at`).
+        let lazy_hosts = cc.never_holds_back() && ports.iter().all(|p: &PortRt| {
                 let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
                 !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
             });
-        let buffer = cfg.switch.buffer_bytes as f64;
         let salts = (0..topo.n_nodes() as u64)
             .map(|n| derive_seed(cfg.seed, "ecmp.salt", n))
             .collect();
         Ok(Simulation {
             rto,
-            red_seed: derive_seed(cfg.seed, "switch.ecn", 0),
-            red_min: (cfg.switch.ecn_kmin * buffer).floor() as u64,
-            red_max: (cfg.switch.ecn_kmax * buffer).ceil() as u64,
+            qdisc_floor: qdisc.dequeue_floor(),
+            qdisc,
+            receiver,
+            cc_timers: CcTimers::default(),
             lazy_hosts,
-            paced,
             lb_reads_queues: lb.reads_queues(),
             prefetch: n_ports >= PREFETCH_MIN_PORTS,
             hosts: (0..topo.n_hosts).map(|_| HostRt::default()).collect(),

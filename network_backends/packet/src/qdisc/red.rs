@@ -1,0 +1,61 @@
+//! `red`: drop-tail at the buffer limit, and RED/ECN marking at dequeue (CC-CATALOGUE §0):
+//! a departing data frame is marked with a probability rising linearly from 0 at `kmin`
+//! to 1 at `kmax` of the buffer, on the backlog it leaves behind (`switch.ecn`,
+//! `switch.ecn_kmin`, `switch.ecn_kmax`; kmin = kmax gives DCTCP's step marking at K).
+
+use super::{QdiscInit, QueueDiscipline};
+use crate::config::Params;
+use crate::error::SimResult;
+use crate::params::ParamReader;
+use crate::rng::{derive_seed, mix64};
+use crate::topology::PortId;
+
+pub struct Red {
+    /// Never marks at or below `min`, always at or above `max` (bytes of backlog: kmin and
+    /// kmax of the buffer, rounded down and up).
+    min: u64,
+    max: u64,
+    kmin: f64,
+    kmax: f64,
+    seed: u64,
+    enabled: bool,
+}
+
+pub fn build(init: &QdiscInit, params: &Params) -> SimResult<Box<dyn QueueDiscipline>> {
+    ParamReader::new("qdisc", "red", params).finish()?;
+    let s = init.switch;
+    let buffer = s.buffer_bytes as f64;
+    Ok(Box::new(Red {
+        min: (s.ecn_kmin * buffer).floor() as u64,
+        max: (s.ecn_kmax * buffer).ceil() as u64,
+        kmin: s.ecn_kmin * buffer,
+        kmax: s.ecn_kmax * buffer,
+        seed: derive_seed(init.seed, "switch.ecn", 0),
+        enabled: s.ecn,
+    }))
+}
+
+impl QueueDiscipline for Red {
+    fn dequeue_floor(&self) -> u64 {
+        if self.enabled {
+            self.min
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// The draw is a hash of the port and its byte count so far, so it does not depend on
+    /// the order in which ports are caught up.
+    fn on_dequeue(&mut self, port: PortId, backlog: u64, port_tx_bytes: u64) -> bool {
+        if backlog <= self.min {
+            false
+        } else if backlog >= self.max {
+            true
+        } else {
+            let draw = mix64(mix64(self.seed ^ port as u64) ^ port_tx_bytes);
+            // The top 53 bits as a uniform value in [0, 1).
+            let u = (draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+            u < (backlog as f64 - self.kmin) / (self.kmax - self.kmin)
+        }
+    }
+}

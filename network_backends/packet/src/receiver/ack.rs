@@ -1,0 +1,24 @@
+//! `ack`: one ACK per data packet, echoing its ECN mark (and a trim as a NACK).
+
+use super::{Arrival, ReceiverInit, ReceiverPolicy, Reply};
+use crate::config::Params;
+use crate::error::SimResult;
+use crate::params::ParamReader;
+use crate::transport::flags;
+
+pub struct PerPacketAck;
+
+pub fn build(_init: &ReceiverInit, params: &Params) -> SimResult<Box<dyn ReceiverPolicy>> {
+    ParamReader::new("receiver", "ack", params).finish()?;
+    Ok(Box::new(PerPacketAck))
+}
+
+impl ReceiverPolicy for PerPacketAck {
+    #[inline]
+    fn on_data(&mut self, a: &Arrival) -> Reply {
+        let nack = if a.flags & flags::TRIMMED != 0 { flags::NACK } else { 0 };
+        Reply::Ack {
+            flags: a.flags & (flags::ECN | flags::TRIMMED) | nack,
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The sender's side of the transport: replies and timeouts handed to loss recovery, LB
+//! and CC in that order (see `transport`), CC timers, flow completion.
+
+use super::*;
+
+impl Simulation {
+    /// A reply reached the sender `h` (whose NIC is caught up).
+    pub(super) fn on_reply(&mut self, h: u32, port: usize, p: Packet) {
+        self.live_packets -= 1;
+        let f = p.flow();
+        if self.draining || self.hot[f as usize].done {
+            return;
+        }
+        let mut fb = Feedback {
+            flow: f,
+            now: self.now,
+            seq: p.seq(),
+            echo: p.echo(),
+            flags: p.flags() & !ACK,
+            rtt: self.now - p.sent_at(),
+            hops: self.hot[f as usize].hops as u32,
+            int: IntSummary::default(),
+            newly_acked: 0,
+            complete: false,
+        };
+        let outcome = self.loss.on_feedback(&fb);
+        (fb.newly_acked, fb.complete) = (outcome.newly_acked, outcome.complete);
+        // The reply may open the window or make a packet due, unless the scheme knows better.
+        self.set_blocked(f, self.loss.nothing_due(f));
+        self.lb.on_feedback(&fb);
+        self.cc.on_feedback(&fb, &mut self.cc_timers);
+        if !self.cc_timers.is_empty() {
+            self.apply_cc_timers();
+        }
+        if outcome.newly_acked > 0 && self.hot[f as usize].timed_out {
+            self.hot[f as usize].timed_out = false;
+            self.flows[f as usize].timeouts_in_a_row = 0;
+        }
+        if outcome.complete {
+            self.finish_flow(f);
+        }
+        self.host_send_at(h, port, self.now);
+    }
+
+    /// Arms and cancels the CC timers requested during the scheme's last call.
+    #[cold]
+    fn apply_cc_timers(&mut self) {
+        let mut timers = std::mem::take(&mut self.cc_timers);
+        for (f, at) in timers.drain() {
+            let at = at.map(|t| t.max(self.now));
+            self.flows[f as usize].cc_timer = at;
+            if let Some(t) = at {
+                self.events.push(t, Event::CcTimer(f));
+            }
+        }
+        self.cc_timers = timers;
+    }
+
+    /// A CC timer event: stale unless it is the one armed last.
+    pub(super) fn on_cc_timer(&mut self, f: u32) {
+        let src = self.hot[f as usize].src;
+        self.host_nic_now(src);
+        if self.flows[f as usize].cc_timer != Some(self.now) {
+            return;
+        }
+        self.flows[f as usize].cc_timer = None;
+        if self.draining || self.hot[f as usize].done {
+            return;
+        }
+        self.cc.on_timer(f, self.now, &mut self.cc_timers);
+        if !self.cc_timers.is_empty() {
+            self.apply_cc_timers();
+        }
+        // The window or rate may have grown.
+        self.set_blocked(f, self.loss.nothing_due(f));
+        self.host_try_send(src);
+    }
+
+    /// Marks an active flow as (not) worth a look from its host's send loop.
+    #[inline]
+    pub(super) fn set_blocked(&mut self, f: u32, blocked: bool) {
+        let hot = &mut self.hot[f as usize];
+        if hot.blocked != blocked {
+            hot.blocked = blocked;
+            let host = &mut self.hosts[hot.src as usize];
+            if blocked {
+                host.unblocked -= 1;
+            } else {
+                host.unblocked += 1;
+            }
+        }
+    }
+
+    pub(super) fn finish_flow(&mut self, f: u32) {
+        self.set_blocked(f, true);
+        let flow = &mut self.flows[f as usize];
+        flow.finish = Some(self.now);
+        self.hot[f as usize].done = true;
+        self.done += 1;
+        if self.driven {
+            self.completions.push_back((self.now, f));
+        }
+        // Removed in place, not swapped with the last: the round robin keeps its order, so
+        // a flow neither loses nor gains a turn (the lower bound counts on that).
+        let (src, slot) = (flow.spec.src as usize, flow.slot);
+        let host = &mut self.hosts[src];
+        host.active.remove(slot);
+        for (i, &moved) in host.active[slot..].iter().enumerate() {
+            self.flows[moved as usize].slot = slot + i;
+        }
+        if host.rr > slot {
+            host.rr -= 1;
+        }
+    }
+
+    pub(super) fn on_rto(&mut self, f: u32) {
+        // The sender's owed decisions come first: they may send (and arm this timer).
+        let src = self.hot[f as usize].src;
+        self.host_nic_now(src);
+        let hot = &mut self.hot[f as usize];
+        hot.rto_pending = false;
+        if self.draining || hot.done {
+            return;
+        }
+        let Some(oldest) = self.loss.oldest_outstanding(f) else {
+            return;
+        };
+        let next = oldest + self.rto;
+        if next <= self.now {
+            let lost = self.loss.on_timeout(f, self.now, self.rto);
+            self.set_blocked(f, false);
+            self.lb.on_timeout(f, self.now);
+            self.cc.on_timeout(f, self.now, &mut self.cc_timers);
+            if !self.cc_timers.is_empty() {
+                self.apply_cc_timers();
+            }
+            let flow = &mut self.flows[f as usize];
+            flow.timeouts += 1;
+            flow.timeouts_in_a_row += 1;
+            self.hot[f as usize].timed_out = true;
+            if flow.timeouts_in_a_row > self.cfg.limits.max_timeouts {
+                let reason = format!(
+                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts) of {:.3} us each (limits.rto_us); {lost} packets presumed lost in the last one",
+                    flow.spec.src, flow.spec.dst, self.cfg.limits.max_timeouts,
+                    self.rto.0 as f64 / PS_PER_US as f64
+                );
+                self.error = Some(self.unfinished(reason));
+                return;
+            }
+            // Re-arm before sending replacements, so the send path does not arm a second timer.
+            self.hot[f as usize].rto_pending = true;
+            self.events.push(self.now + self.rto, Event::Rto(f));
+            self.host_try_send(src);
+            return;
+        }
+        self.hot[f as usize].rto_pending = true;
+        self.events.push(next, Event::Rto(f));
+    }
+}
