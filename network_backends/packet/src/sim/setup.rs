@@ -219,7 +219,7 @@ impl Simulation {
         // inter-frame gap); and a decision caught up that late must not arm a timer in
         // the past (timeout >= link delay). A paced flow that becomes sendable while the NIC
         // is idle is decided at that moment (see `host_send_at`).
-        let lazy_hosts = cc.never_holds_back() && ports.iter().all(|p: &PortRt| {
+        let lazy_hosts = ports.iter().all(|p: &PortRt| {
                 let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
                 !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
             });
