@@ -51,6 +51,21 @@ impl<'a> ParamReader<'a> {
         Ok(v)
     }
 
+    /// A number within (lo, hi].
+    pub fn f64_in_open_closed(
+        &mut self,
+        name: &str,
+        default: f64,
+        lo: f64,
+        hi: f64,
+    ) -> SimResult<f64> {
+        let v = self.f64(name, default)?;
+        if v <= lo || v > hi {
+            return Err(self.bad(name, format!("must be in ({lo}, {hi}], got {v}")));
+        }
+        Ok(v)
+    }
+
     /// Values read with these names must not decrease. Blames the one the user gave of
     /// the first pair out of order (the later one if both were given), so a lone
     /// `quantum1 = 0.5` is named, not the `quantum2` left at its default.

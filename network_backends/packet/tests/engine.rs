@@ -129,8 +129,11 @@ fn stress_config(case: usize, lb: &str, rho: f64, traffic: serde_json::Value) ->
     let latency_ns = [0.0, 0.01, 500.0][case % 3];
     let switch_ns = [0.0, 100.0][case % 2];
     let buffer = [800_000u64, 30_000][(case / 5) % 2];
-    let topology = [json!({"kind": "fat_tree", "k": 4}),
-                    json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4})][(case / 2) % 2].clone();
+    let topology = [
+        json!({"kind": "fat_tree", "k": 4}),
+        json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4}),
+    ][(case / 2) % 2]
+        .clone();
     let mut scheme = json!({"lb": lb, "cc_params": {"rho": rho}});
     if case % 7 == 3 {
         scheme["loss"] = json!("sack");
@@ -160,11 +163,20 @@ fn no_run_beats_its_bound_on_random_flow_lists() {
             let d = (s + rng.gen_range(1..16u32)) % 16;
             src.push(s);
             dst.push(d);
-            bytes.push(if rng.gen_bool(0.3) { rng.gen_range(1..5000u64) } else { rng.gen_range(1..300_000u64) });
-            start.push(if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..5_000_000u64) });
+            bytes.push(if rng.gen_bool(0.3) {
+                rng.gen_range(1..5000u64)
+            } else {
+                rng.gen_range(1..300_000u64)
+            });
+            start.push(if rng.gen_bool(0.5) {
+                0
+            } else {
+                rng.gen_range(0..5_000_000u64)
+            });
         }
         let rho = if case % 11 == 5 { 0.6 } else { 1.0 };
-        let traffic = json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
+        let traffic =
+            json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
         let r = run(stress_config(case, lbs[case % lbs.len()], rho, traffic)).unwrap();
         conserved(&r);
     }
@@ -182,13 +194,21 @@ fn an_all_to_all_ends_at_least_a_round_trip_after_its_nics_work() {
     let nic = frames * (41_580 + 200) + frames * (640 + 200) - 200;
     let trip = |hops: u64| hops * (500_000 + 41_580) - 41_580 + hops * (500_000 + 640);
     let owed = |trip: u64| (840 * (trip + 41_780)).div_ceil(41_780) + 2 * 840;
-    for (lb, rho) in [("host_spray", 1.0), ("switch_ar", 1.0), ("host_spray", 0.999)] {
+    for (lb, rho) in [
+        ("host_spray", 1.0),
+        ("switch_ar", 1.0),
+        ("host_spray", 0.999),
+    ] {
         let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb, "cc_params": {"rho": rho}},
                            "traffic": {"kind": "all_to_all", "bytes": 16 * 4096}}))
         .unwrap();
         conserved(&r);
         let hops = if rho == 1.0 { 6 } else { 2 };
-        assert_eq!(r.lower_bound_ps, nic + trip(hops) - owed(trip(hops)), "{lb} rho {rho}");
+        assert_eq!(
+            r.lower_bound_ps,
+            nic + trip(hops) - owed(trip(hops)),
+            "{lb} rho {rho}"
+        );
     }
 }
 
@@ -211,12 +231,17 @@ fn a_round_robin_nic_makes_the_bound_exact_for_one_sender() {
         (vec![(0, 1, 20 * 4096), (0, 15, 8 * 4096)], 16 * slot(4096)),
     ];
     for first in [64, 1400, 2800, 4096] {
-        cases.push((vec![(0, 1, first), (0, 15, 100 * 4096), (0, 1, 100 * 4096)], slot(first) + 199 * slot(4096)));
+        cases.push((
+            vec![(0, 1, first), (0, 15, 100 * 4096), (0, 1, 100 * 4096)],
+            slot(first) + 199 * slot(4096),
+        ));
     }
     for (list, far_frame_done) in cases {
         for lb in ["ecmp", "host_spray", "switch_rr"] {
-            let r = run(json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb},
-                               "traffic": flows(&list)}))
+            let r = run(
+                json!({"topology": {"kind": "fat_tree", "k": 4}, "scheme": {"lb": lb},
+                               "traffic": flows(&list)}),
+            )
             .unwrap();
             conserved(&r);
             assert_eq!(r.cct_ps, far_frame_done - 200 + trip6, "{list:?} {lb}");
@@ -236,12 +261,23 @@ fn no_run_beats_its_round_robin_bound() {
     // jitter (the term then follows the flows' jittered starts).
     use rand::{Rng, SeedableRng};
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
-    let lbs = ["host_spray", "switch_rr", "reps", "switch_ar", "ecmp", "ethereal"];
+    let lbs = [
+        "host_spray",
+        "switch_rr",
+        "reps",
+        "switch_ar",
+        "ecmp",
+        "ethereal",
+    ];
     let mut binding = 0;
     for case in 0..60usize {
         let (mut src, mut dst, mut bytes, mut start) = (vec![], vec![], vec![], vec![]);
         for s in 0..16u32 {
-            let at = if rng.gen_bool(0.7) { 0 } else { rng.gen_range(0..3_000_000u64) };
+            let at = if rng.gen_bool(0.7) {
+                0
+            } else {
+                rng.gen_range(0..3_000_000u64)
+            };
             for _ in 0..rng.gen_range(0..=6) {
                 src.push(s);
                 dst.push((s + rng.gen_range(1..16u32)) % 16);
@@ -250,22 +286,32 @@ fn no_run_beats_its_round_robin_bound() {
                     1 => 16 * 4096,
                     _ => rng.gen_range(4097..60 * 4096u64),
                 });
-                start.push(if rng.gen_bool(0.8) { at } else { at + rng.gen_range(1..2_000_000u64) });
+                start.push(if rng.gen_bool(0.8) {
+                    at
+                } else {
+                    at + rng.gen_range(1..2_000_000u64)
+                });
             }
         }
         if src.is_empty() {
             continue;
         }
-        let traffic = json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
+        let traffic =
+            json!({"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start});
         let lb = lbs[case % lbs.len()];
         let r = run(stress_config(case, lb, 1.0, traffic.clone())).unwrap();
         conserved(&r);
         // Paced, the same flows get only the order-free bound: count where the term binds.
-        let order_free = run(stress_config(case, lb, 0.999_999, traffic)).unwrap().lower_bound_ps;
+        let order_free = run(stress_config(case, lb, 0.999_999, traffic))
+            .unwrap()
+            .lower_bound_ps;
         assert!(r.lower_bound_ps >= order_free);
         binding += (r.lower_bound_ps > order_free) as u32;
     }
-    assert!(binding >= 20, "the round-robin term binds in only {binding} of 60 cases");
+    assert!(
+        binding >= 20,
+        "the round-robin term binds in only {binding} of 60 cases"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! A scheme limits each flow by a window of bytes in flight and/or a pacing gap, and
 //! learns from feedback, timeouts and its own timers (see `transport`).
 
+mod dctcp;
 mod ideal;
 
 use crate::config::Params;
@@ -58,7 +59,7 @@ pub trait CongestionControl: Send {
 
 type Factory = fn(&CcInit, &Params) -> SimResult<Box<dyn CongestionControl>>;
 
-const REGISTRY: &[(&str, Factory)] = &[("ideal", ideal::build)];
+const REGISTRY: &[(&str, Factory)] = &[("ideal", ideal::build), ("dctcp", dctcp::build)];
 
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|(n, _)| *n).collect()

@@ -9,8 +9,8 @@ use super::{FlowId, LbInit, LoadBalancer};
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
-use crate::transport::Feedback;
 use crate::rng::{derive_rng, Rng};
+use crate::transport::Feedback;
 use crate::units::Time;
 use rand::Rng as _;
 

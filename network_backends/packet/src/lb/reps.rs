@@ -56,7 +56,11 @@ impl LoadBalancer for Reps {
     }
 
     fn on_feedback(&mut self, fb: &Feedback) {
-        let cached = if fb.ecn() { self.fresh(fb.flow) } else { fb.echo };
+        let cached = if fb.ecn() {
+            self.fresh(fb.flow)
+        } else {
+            fb.echo
+        };
         self.flows[fb.flow as usize].cached_entropy = cached;
     }
 

@@ -9,8 +9,8 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::params::ParamReader;
-use crate::transport::Feedback;
 use crate::prefetch::prefetch_addr;
+use crate::transport::Feedback;
 use crate::units::{Dur, Time};
 use std::collections::VecDeque;
 
@@ -310,7 +310,10 @@ mod tests {
         let sizes: Vec<u32> =
             std::iter::from_fn(|| e.next_packet(0, Time(0)).map(|s| s.payload)).collect();
         assert_eq!(sizes, vec![4096, 4096, 1808]);
-        assert!(!e.on_feedback(&super::super::feedback(0, 0, Time(1))).complete);
+        assert!(
+            !e.on_feedback(&super::super::feedback(0, 0, Time(1)))
+                .complete
+        );
         assert_eq!(e.on_timeout(0, Time(100), Dur(50)), 2); // seq 1 and 2 lost
         let replacement = e.next_packet(0, Time(100)).unwrap();
         assert_eq!((replacement.seq, replacement.payload), (3, 4096));
@@ -381,7 +384,10 @@ mod tests {
                         newly_acked: newly,
                         complete: r.unacked == 0,
                     };
-                    assert_eq!(e.on_feedback(&super::super::feedback(flow, seq, Time(now))), want);
+                    assert_eq!(
+                        e.on_feedback(&super::super::feedback(flow, seq, Time(now))),
+                        want
+                    );
                 }
                 _ => {
                     let rto = Dur(500 + (x >> 32) % 3000);

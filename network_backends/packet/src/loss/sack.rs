@@ -8,8 +8,8 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::params::ParamReader;
-use crate::transport::Feedback;
 use crate::prefetch::prefetch_addr;
+use crate::transport::Feedback;
 use crate::units::{Dur, Time};
 use std::collections::VecDeque;
 
@@ -252,7 +252,10 @@ mod tests {
         for seq in [7, 8] {
             s.on_feedback(&super::super::feedback(0, seq, Time(15)));
         }
-        assert!(s.on_feedback(&super::super::feedback(0, 9, Time(16))).complete);
+        assert!(
+            s.on_feedback(&super::super::feedback(0, 9, Time(16)))
+                .complete
+        );
     }
 
     #[test]
@@ -265,7 +268,13 @@ mod tests {
         assert_eq!(s.on_timeout(0, Time(100), Dur(100)), 2);
         assert_eq!(s.next_packet(0, Time(100)).unwrap().seq, 1);
         assert_eq!(s.next_packet(0, Time(100)).unwrap().seq, 2);
-        assert!(!s.on_feedback(&super::super::feedback(0, 1, Time(101))).complete);
-        assert!(s.on_feedback(&super::super::feedback(0, 2, Time(102))).complete);
+        assert!(
+            !s.on_feedback(&super::super::feedback(0, 1, Time(101)))
+                .complete
+        );
+        assert!(
+            s.on_feedback(&super::super::feedback(0, 2, Time(102)))
+                .complete
+        );
     }
 }

@@ -16,9 +16,37 @@ pub fn build(_init: &ReceiverInit, params: &Params) -> SimResult<Box<dyn Receive
 impl ReceiverPolicy for PerPacketAck {
     #[inline]
     fn on_data(&mut self, a: &Arrival) -> Reply {
-        let nack = if a.flags & flags::TRIMMED != 0 { flags::NACK } else { 0 };
+        let nack = if a.flags & flags::TRIMMED != 0 {
+            flags::NACK
+        } else {
+            0
+        };
         Reply::Ack {
             flags: a.flags & (flags::ECN | flags::TRIMMED) | nack,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoes_the_mark_and_answers_a_trimmed_packet_with_a_nack() {
+        let mut r = PerPacketAck;
+        let at = |f: u8| Arrival {
+            flow: 0,
+            seq: 3,
+            flags: f,
+            now: crate::units::Time(0),
+        };
+        assert_eq!(r.on_data(&at(0)), Reply::Ack { flags: 0 });
+        assert_eq!(r.on_data(&at(flags::ECN)), Reply::Ack { flags: flags::ECN });
+        assert_eq!(
+            r.on_data(&at(flags::TRIMMED)),
+            Reply::Ack {
+                flags: flags::TRIMMED | flags::NACK
+            }
+        );
     }
 }

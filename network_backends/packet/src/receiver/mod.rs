@@ -50,7 +50,11 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|(n, _)| *n).collect()
 }
 
-pub fn build(name: &str, init: &ReceiverInit, params: &Params) -> SimResult<Box<dyn ReceiverPolicy>> {
+pub fn build(
+    name: &str,
+    init: &ReceiverInit,
+    params: &Params,
+) -> SimResult<Box<dyn ReceiverPolicy>> {
     match REGISTRY.iter().find(|(n, _)| *n == name) {
         Some((_, make)) => make(init, params),
         None => Err(SimError::UnknownScheme {

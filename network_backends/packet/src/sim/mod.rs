@@ -22,9 +22,9 @@ use crate::qdisc::{self, QdiscInit, QueueDiscipline};
 use crate::receiver::{self, Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::report::{FlowResult, LinkResult, Report, StageStats};
 use crate::rng::{derive_seed, mix64};
-use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};
 use crate::topology::{PortId, Topology};
 use crate::traffic::{self, FlowSpec};
+use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};
 use crate::units::{Dur, Rate, Time, PS_PER_US};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -217,4 +217,3 @@ enum Stop {
 
 /// Called now and then with (flows finished, flows total); return false to cancel.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize) -> bool;
-

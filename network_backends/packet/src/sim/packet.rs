@@ -34,7 +34,13 @@ pub(super) const GAP_LATE: u32 = u32::MAX;
 pub(super) const ACK: u8 = 1;
 /// The other flag bits are `transport::flags` (ECN, NACK, TRIMMED, CNP).
 const ECN: u8 = crate::transport::flags::ECN;
-const _: () = assert!(ACK & (ECN | crate::transport::flags::NACK | crate::transport::flags::TRIMMED | crate::transport::flags::CNP) == 0);
+const _: () = assert!(
+    ACK & (ECN
+        | crate::transport::flags::NACK
+        | crate::transport::flags::TRIMMED
+        | crate::transport::flags::CNP)
+        == 0
+);
 
 impl Packet {
     #[allow(clippy::too_many_arguments)]

@@ -272,7 +272,9 @@ impl Simulation {
         self.set_queued(port, left, at);
         if !pkt.is_ack()
             && left > self.qdisc_floor
-            && self.qdisc.on_dequeue(port as PortId, left, self.ports[port].tx_bytes)
+            && self
+                .qdisc
+                .on_dequeue(port as PortId, left, self.ports[port].tx_bytes)
         {
             pkt.mark_ecn();
             self.port_counts[port].marks += 1;

@@ -24,7 +24,10 @@ impl Simulation {
             ("qdisc", self.qdisc.counters()),
         ];
         (families.into_iter())
-            .flat_map(|(family, c)| c.into_iter().map(move |(k, v)| (format!("{family}.{k}"), v)))
+            .flat_map(|(family, c)| {
+                c.into_iter()
+                    .map(move |(k, v)| (format!("{family}.{k}"), v))
+            })
             .collect()
     }
 
@@ -44,7 +47,12 @@ impl Simulation {
 
     /// The report at `completed_at`; `lower_bound` None for a driven run, whose flows start
     /// when the system layer says (it reports 0 then).
-    pub(super) fn report(self, completed_at: Time, areas: &[u128], lower_bound: Option<Time>) -> Report {
+    pub(super) fn report(
+        self,
+        completed_at: Time,
+        areas: &[u128],
+        lower_bound: Option<Time>,
+    ) -> Report {
         let first_start = self.requested_start;
         let flows: Vec<FlowResult> = self
             .flows

@@ -73,7 +73,8 @@ impl Simulation {
             .map(|f| {
                 let hops = topo.hops_between(f.src, f.dst);
                 let base_rtt = timing.base_rtt(hops);
-                let bdp_bytes = (rate.bps() as u128 * base_rtt.0 as u128 / 8_000_000_000_000) as u64;
+                let bdp_bytes =
+                    (rate.bps() as u128 * base_rtt.0 as u128 / 8_000_000_000_000) as u64;
                 FlowPath {
                     hops,
                     base_rtt,
@@ -220,9 +221,9 @@ impl Simulation {
         // the past (timeout >= link delay). A paced flow that becomes sendable while the NIC
         // is idle is decided at that moment (see `host_send_at`).
         let lazy_hosts = ports.iter().all(|p: &PortRt| {
-                let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
-                !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
-            });
+            let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
+            !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
+        });
         let salts = (0..topo.n_nodes() as u64)
             .map(|n| derive_seed(cfg.seed, "ecmp.salt", n))
             .collect();
