@@ -217,7 +217,6 @@ class PacketFabric:
 
     config: dict[str, Any]
     path: str = "<network config>"
-    hosts: int = 0
 
 
 PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed")
@@ -231,7 +230,7 @@ def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | Pa
             if key not in PACKET_NETWORK_KEYS:
                 raise ConfigError(f"{path}: unknown key {key!r} in a packet-fabric network; expected one of: "
                                   f"{', '.join(PACKET_NETWORK_KEYS)}", key)
-        return PacketFabric(dict(raw), path, fabric_hosts(raw["topology"], path))
+        return PacketFabric(dict(raw), path)
     for key in raw:
         if key not in NETWORK_KEYS:
             raise ConfigError(f"{path}: unknown key {key!r}; expected one of: {', '.join(NETWORK_KEYS)}", key)
@@ -256,24 +255,6 @@ def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | Pa
                 raise ConfigError(f"{path}: {key}[{d}] = {shown(v)}: expected a number of {unit} in {low:g}..{high:g}", key)
     return AstraNetwork(list(raw["topology"]), list(raw["npus_count"]), [float(b) for b in raw["bandwidth"]],
                         [float(v) for v in raw["latency"]], path)
-
-
-def fabric_hosts(topo: dict[str, Any], path: str) -> int:
-    """The fabric's host count, to name a workload too large for it; 0 when an ill-typed value
-    leaves it unknown (the engine then names that field)."""
-    kind = topo.get("kind")
-    numbers = [topo.get(key) for key in ("k", "leaves", "spines", "hosts_per_leaf", "links_per_pair", "oversubscription")]
-    typed = all(v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in numbers)
-    if kind == "fat_tree":
-        return topo["k"] ** 3 // 4 if typed and isinstance(topo.get("k"), int) else 0
-    if kind == "leaf_spine":
-        if not (typed and isinstance(topo.get("leaves"), int) and isinstance(topo.get("spines"), int)):
-            return 0
-        per_leaf = topo.get("hosts_per_leaf") or (topo.get("oversubscription") or 1) * topo["spines"] * (topo.get("links_per_pair") or 1)
-        # Past float range (oversubscription 1e308) round() overflowed: unknown, the engine names it.
-        return topo["leaves"] * round(per_leaf) if math.isfinite(per_leaf) else 0
-    raise ConfigError(f"{path}: topology = {topo!r}: expected {{kind: fat_tree, k: K}} or "
-                      "{kind: leaf_spine, leaves: L, spines: S, ...}", "topology")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

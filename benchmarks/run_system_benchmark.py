@@ -22,9 +22,9 @@ FAT_TREE_16 = {"topology": {"kind": "fat_tree", "k": 16}, "link": {"rate_gbps": 
 
 # name, ranks, bytes, splits, backend spec
 SCENARIOS = {
-    "f": ("1024-NPU ring all-reduce 64 MiB, astra-unaware, 4 chunks", 1024, 64 << 20, 4, {"kind": "astra-unaware", "dims": ASTRA_SWITCH(1024)}),
-    "g": ("1024-NPU ring all-reduce 64 MiB, astra-aware, 4 chunks", 1024, 64 << 20, 4, {"kind": "astra-aware", "dims": ASTRA_SWITCH(1024)}),
-    "h": ("1024-NPU ring all-reduce 64 MiB, flow, 1 chunk", 1024, 64 << 20, 1, {"kind": "flow", "dims": ASTRA_SWITCH(1024)}),
+    "f": ("1024-NPU ring all-reduce 64 MiB, astra-unaware, 4 chunks", 1024, 64 << 20, 4, {"kind": "analytical:astra-unaware", "dims": ASTRA_SWITCH(1024)}),
+    "g": ("1024-NPU ring all-reduce 64 MiB, astra-aware, 4 chunks", 1024, 64 << 20, 4, {"kind": "analytical:astra-aware", "dims": ASTRA_SWITCH(1024)}),
+    "h": ("1024-NPU ring all-reduce 64 MiB, flow, 1 chunk", 1024, 64 << 20, 1, {"kind": "analytical:flow", "dims": ASTRA_SWITCH(1024)}),
     "i": ("256-GPU ring all-reduce 64 MiB, packet (k=16 fat tree, host_spray)", 256, 64 << 20, 1, {"kind": "packet", "config": FAT_TREE_16}),
 }
 
@@ -37,7 +37,7 @@ workload = {"ranks": [{"file": f"all_reduce.{r}.et", "nodes": [{"id": 0, "kind":
                       for r in range(n)], "groups": [list(range(n))]}
 system = {"scheduling_policy": "lifo", "endpoint_delay_ps": 10000, "active_chunks_per_dimension": 1, "preferred_dataset_splits": splits,
           "implementations": {"all-reduce-implementation": ["ring"]}, "local_bw_aware": True, "local_mem_bw_bytes_per_ns": 1600.0,
-          "blocks": "truncate" if backend["kind"].startswith("astra") else "exact", "dims": [n]}
+          "blocks": "truncate" if backend["kind"].startswith("analytical:astra") else "exact", "dims": [n]}
 w0, c0 = time.perf_counter(), time.process_time()
 r = _core.simulate_system(json.dumps(workload), json.dumps(system), json.dumps(backend))
 wall, cpu = time.perf_counter() - w0, time.process_time() - c0

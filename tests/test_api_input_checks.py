@@ -13,8 +13,9 @@ import pytest
 from tracefabric import ConfigError, TrafficFileError
 from tracefabric.astra_configs.formats import check_network, check_system, read_memory
 from tracefabric.collectives.microbenchmark import write_microbenchmark
+from tracefabric.iteration import backend_spec
 from tracefabric.iteration import simulate as run_iteration
-from tracefabric.network_backends.packet import simulate
+from tracefabric.network_backends.packet import build_config, fabric_hosts, simulate
 from tracefabric.network_backends.packet.traffic_files import read_traffic_file
 from tracefabric.specs import parse_size, topology_config
 from tracefabric.traces import validate as v
@@ -226,10 +227,13 @@ def test_oversubscription_in_a_dict_or_network_file_is_named_too():
     topo = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "oversubscription": 1e308}
     with pytest.raises(ConfigError, match=r"`topology\.oversubscription`: must be in \(0, 16777216\]"):
         simulate(topo, "permutation:size=4KiB")
-    # Counting the packet fabric's hosts was a raw OverflowError (round(inf)); the count is now
-    # unknown (0) there and the engine names the field when the fabric is built.
-    assert check_network({"topology": topo}, "net.yml").hosts == 0
-    assert check_network({"topology": {**topo, "oversubscription": 2}}, "net.yml").hosts == 8
+    # The engine counts a network file's hosts (Python's own count overflowed on round(inf)).
+    with pytest.raises(ConfigError, match=r"`topology\.oversubscription`: must be in \(0, 16777216\]"):
+        backend_spec("packet", check_network({"topology": topo}, "net.yml"), 4, {})
+    fabric = check_network({"topology": {**topo, "oversubscription": 2}}, "net.yml")
+    assert fabric_hosts(build_config(fabric.config["topology"], None)) == 2 * (2 * 2)  # leaves x (oversubscription x spines)
+    with pytest.raises(ConfigError, match=r"net\.yml: the fabric has 8 hosts but the workload has 9 ranks"):
+        backend_spec("packet", fabric, 9, {})
 
 
 def test_an_integer_past_a_floats_range_is_named_not_an_overflow_error(tmp_path):

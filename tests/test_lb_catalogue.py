@@ -181,7 +181,9 @@ def test_compare_runs_every_scheme_and_reports_queue_pairs_and_pointers(tmp_path
     for col in ("CCT (us)", "increase", "max queue (B)", "QPs", "pointers"):
         assert col in res.output
     lines = [ln for ln in res.output.splitlines() if "permutation" in ln and "│" in ln]
-    assert len(lines) == len(scheme_names()["lb"])  # one preset per registered LB scheme
+    # One preset per registered LB and CC scheme (`ideal` is every LB preset's CC).
+    assert len(lines) == len(scheme_names()["lb"]) + len(scheme_names()["cc"]) - 1
+    assert any("dctcp" in ln for ln in lines)
     import pandas as pd
 
     summary = pd.read_csv(tmp_path / "summary.csv").set_index("scheme")

@@ -12,7 +12,7 @@ from conftest import REPO
 def test_cargo_tests_of_every_crate_pass():
     assert shutil.which("cargo"), "cargo is needed to run the engine's Rust tests"
     # stderr (cargo's "Running <binary>" lines) interleaved with stdout (each binary's result).
-    proc = subprocess.run(["cargo", "test", "--release", "-p", "tracefabric-packet", "-p", "tracefabric-collectives",
+    proc = subprocess.run(["cargo", "test", "--release", "-p", "tracefabric-fabric", "-p", "tracefabric-packet", "-p", "tracefabric-collectives",
                            "-p", "tracefabric-analytical"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = proc.stdout
     print(out[-3000:])
@@ -25,6 +25,6 @@ def test_cargo_tests_of_every_crate_pass():
     # At least the tests each binary has now (more is fine): the packet
     # engine's units (topology, events, loss recovery, bounds, traffic, sim) and integration
     # tests, the collectives' algorithms, chunking and layout, the analytical backends.
-    least = {"tracefabric_packet": 24, "engine": 9, "tracefabric_collectives": 11, "tracefabric_analytical": 4}
+    least = {"tracefabric_fabric": 5, "tracefabric_packet": 24, "engine": 9, "tracefabric_collectives": 11, "tracefabric_analytical": 4}
     short = {k: ran.get(k, 0) for k, n in least.items() if ran.get(k, 0) < n}
     assert not short, f"fewer Rust tests ran than expected: {short} (expected at least {least}; ran {ran})"

@@ -23,6 +23,7 @@ except ImportError:  # older typer (>= 0.12, as pyproject allows) runs on the cl
     # Click < 8.2 prints the help and exits 0 itself, raising nothing to catch here.
     NoArgsIsHelpError = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
+from . import _core
 from .astra_configs import load_scheme_preset, scheme_presets
 from .errors import ConfigError, TracefabricError, not_a_file
 
@@ -403,7 +404,7 @@ def trace_validate(
     console.print(f"{len(traces)} ranks valid: schema {traces[0].meta.get('version')}, acyclic, collectives match across every group, no deadlock")
 
 
-Backend = Annotated[str, typer.Option(help="analytical:astra-unaware | analytical:astra-aware | analytical:flow | packet")]
+Backend = Annotated[str, typer.Option(help=" | ".join(_core.backend_names()))]
 
 
 @app.command("run", cls=_OneValueCommand)

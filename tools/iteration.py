@@ -25,7 +25,7 @@ from .specs import plain
 
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
-BACKENDS = ("analytical:astra-unaware", "analytical:astra-aware", "analytical:flow", "packet")
+BACKENDS: tuple[str, ...] = tuple(_core.backend_names())  # the engine's list
 SCHEME_OPTIONS = ("scheme", "lb", "cc", "loss", "lb_params", "cc_params", "loss_params")
 
 
@@ -103,20 +103,18 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
         if net.npus != ranks:
             raise ConfigError(f"{net.path}: the network has {net.npus} NPUs ({' x '.join(map(str, net.npus_count))}) "
                               f"but the workload has {ranks} ranks", "npus_count")
-        kind = {"analytical:astra-unaware": "astra-unaware", "analytical:astra-aware": "astra-aware",
-                "analytical:flow": "flow"}[backend]
-        return {"kind": kind, "dims": net.dims()}, list(net.npus_count)
+        return {"kind": backend, "dims": net.dims()}, list(net.npus_count)
     if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
-    if net.hosts and ranks > net.hosts:
-        raise ConfigError(f"{net.path}: the fabric has {net.hosts} hosts but the workload has {ranks} ranks", "topology")
-    from .network_backends.packet import build_config
-    cfg = build_config(net.config["topology"], "permutation:size=1", seed=net.config.get("seed", 0),
+    from .network_backends.packet import build_config, fabric_hosts
+    cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
                        link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
                        limits=net.config.get("limits"), **scheme)
-    cfg.pop("traffic")
-    return {"kind": "flow-fabric" if backend == "analytical:flow" else "packet", "config": cfg}, [ranks]
+    hosts = fabric_hosts(cfg)
+    if ranks > hosts:
+        raise ConfigError(f"{net.path}: the fabric has {hosts} hosts but the workload has {ranks} ranks", "topology")
+    return {"kind": backend, "config": cfg}, [ranks]
 
 
 def simulate(

@@ -23,7 +23,6 @@ from ... import _core
 from ...astra_configs import load_scheme_preset
 from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
 from ...specs import plain, topology_config, traffic_config, traffic_file_path
-from ...astra_configs.formats import fabric_hosts
 from .traffic_files import connection_matrix_nodes, file_field, flow_line
 
 __all__ = ["simulate", "build_config", "PacketResults", "scheme_names"]
@@ -36,7 +35,7 @@ def scheme_names() -> dict[str, list[str]]:
 
 def build_config(
     topology: str | dict[str, Any] = "fat-tree:k=8",
-    traffic: str | dict[str, Any] = "permutation:size=1MiB",
+    traffic: str | dict[str, Any] | None = "permutation:size=1MiB",
     *,
     scheme: str | None = None,
     lb: str | None = None,
@@ -52,7 +51,8 @@ def build_config(
     limits: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The engine's JSON config. A `scheme` preset supplies LB/CC/loss and their paper
-    parameters; explicit `lb`/`cc`/`loss` and `*_params` override it."""
+    parameters; explicit `lb`/`cc`/`loss` and `*_params` override it. `traffic=None` gives a
+    backend's config, whose flows come from a workload."""
     topology, traffic, seed = plain(topology), plain(traffic), plain(seed)
     lb_params, cc_params, loss_params, link, switch, packet, limits = map(
         plain, (lb_params, cc_params, loss_params, link, switch, packet, limits))
@@ -85,15 +85,27 @@ def build_config(
     sw.update(switch or {})
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
         raise ConfigError(f"`seed`: expected an integer in 0..2^64-1, got {seed!r}", "seed")
-    cfg: dict[str, Any] = {"topology": topology_config(topology), "traffic": traffic_config(traffic), "scheme": sch, "seed": seed}
+    cfg: dict[str, Any] = {"topology": topology_config(topology), "scheme": sch, "seed": seed}
+    if traffic is not None:
+        cfg["traffic"] = traffic_config(traffic)
     for name, value in (("link", link), ("switch", sw), ("packet", packet), ("limits", limits)):
         if value:
             cfg[name] = value
     bad = _first_non_finite(cfg)
     if bad:
         raise ConfigError(f"`{bad[0]}`: expected a finite number, got {bad[1]}", bad[0])
-    _check_matrix_nodes(traffic, cfg["topology"])
+    if traffic is not None:
+        _check_matrix_nodes(traffic, cfg["topology"])
     return cfg
+
+
+def fabric_hosts(config: dict[str, Any]) -> int:
+    """Hosts of the fabric a config (with or without traffic) describes, as the engine builds it."""
+    fabric = {k: v for k, v in config.items() if k != "traffic"}
+    try:
+        return int(_core.fabric_hosts(json.dumps(fabric)))
+    except _core.EngineError as e:
+        raise from_engine(e) from None
 
 
 def _check_matrix_nodes(traffic: str | dict[str, Any], topology: dict[str, Any]) -> None:
@@ -101,8 +113,10 @@ def _check_matrix_nodes(traffic: str | dict[str, Any], topology: dict[str, Any])
     hosts than this fabric has is refused, not run on part of it."""
     path = traffic_file_path(traffic) if isinstance(traffic, str) else None
     header = connection_matrix_nodes(path) if path else None
-    hosts = fabric_hosts(topology, "topology") if header and isinstance(topology, dict) else 0
-    if header and hosts and header[0] > hosts:
+    if not header:
+        return
+    hosts = fabric_hosts({"topology": topology})
+    if header[0] > hosts:
         raise TrafficFileError(f"`Nodes {header[0]}`, but the fabric has {hosts} hosts", path, header[1], "Nodes")
 
 
@@ -162,7 +176,7 @@ class PacketResults:
 
 def simulate(
     topology: str | dict[str, Any] = "fat-tree:k=8",
-    traffic: str | dict[str, Any] = "permutation:size=1MiB",
+    traffic: str | dict[str, Any] | None = "permutation:size=1MiB",
     *,
     progress: Callable[[int, int], bool | None] | None = None,
     **kwargs: Any,

@@ -15,10 +15,10 @@ use crate::topology::{AstraTopology, LinkKey};
 use crate::unaware::check_endpoints;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use tracefabric_fabric::config::PacketConfig;
+use tracefabric_fabric::topology::Topology;
+use tracefabric_fabric::units::Dur;
 use tracefabric_netapi::{FlowRequest, Network, Ps, PS_PER_NS};
-use tracefabric_packet::config::{PacketConfig, SimConfig};
-use tracefabric_packet::topology::Topology;
-use tracefabric_packet::units::{Dur, Rate};
 
 /// What the flows run over.
 pub enum Fabric {
@@ -73,27 +73,21 @@ impl FlowModel {
         )
     }
 
-    pub fn on_packet_fabric(cfg: &SimConfig) -> Result<FlowModel, String> {
-        cfg.validate().map_err(|e| e.to_string())?;
-        let topo = Topology::build(
-            &cfg.topology,
-            Rate::from_gbps(cfg.link.rate_gbps),
-            Dur::from_ns_f64(cfg.link.latency_ns),
-        )
-        .map_err(|e| e.to_string())?;
+    pub fn on_packet_fabric(fabric: tracefabric_fabric::Fabric) -> FlowModel {
+        let (cfg, topo) = (fabric.config, fabric.topology);
         let caps = topo
             .ports
             .iter()
             .map(|p| p.rate.bps() as f64 / 8.0 / 1e12)
             .collect();
-        Ok(FlowModel::new(
+        FlowModel::new(
             Fabric::Packet {
                 topo,
                 packet: cfg.packet.clone(),
                 switch_latency: Dur::from_ns_f64(cfg.switch.latency_ns),
             },
             caps,
-        ))
+        )
     }
 
     fn new(fabric: Fabric, caps: Vec<f64>) -> FlowModel {

@@ -52,3 +52,13 @@ pub(crate) fn config_err(field: &str, message: impl Into<String>) -> SimError {
         message: message.into(),
     }
 }
+
+impl From<tracefabric_fabric::FabricError> for SimError {
+    fn from(e: tracefabric_fabric::FabricError) -> SimError {
+        match e {
+            tracefabric_fabric::FabricError::InvalidConfig { field, message } => {
+                SimError::InvalidConfig { field, message }
+            }
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! tracefabric's packet-level network engine.
 //!
 //! Layers, lowest first (a module only names those above it in this list):
-//! `units`, `rng`, `error` -> `config`, `params` -> `topology` -> `traffic`,
+//! the fabric crate (`units`, `topology`, `timing`, re-exported) -> `rng`, `error` ->
+//! `config`, `params` -> `traffic`,
 //! `bounds` -> `transport` (what the engine tells the schemes) -> the scheme families
 //! `lb`, `cc`, `loss`, `receiver`, `qdisc` (one trait each, one file per scheme, a
 //! registry by name) -> `events` -> `sim` (the event loop) -> `report`, `network_api`
@@ -25,15 +26,14 @@ pub mod receiver;
 pub mod report;
 pub mod rng;
 pub mod sim;
-pub mod topology;
 pub mod traffic;
 pub mod transport;
-pub mod units;
 
 pub use config::SimConfig;
 pub use error::{SimError, SimResult};
 pub use report::Report;
 pub use sim::Simulation;
+pub use tracefabric_fabric::{timing, topology, units, Fabric, FabricConfig};
 
 /// Parse, build and run a simulation from a JSON config.
 pub fn simulate_json(config_json: &str, progress: sim::Progress) -> SimResult<Report> {

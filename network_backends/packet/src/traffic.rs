@@ -133,11 +133,11 @@ pub fn generate(cfg: &TrafficConfig, topo: &Topology, seed: u64) -> SimResult<Ve
                 .collect()
         }
     };
-    check(&flows, n)?;
     Ok(flows)
 }
 
-fn check(flows: &[FlowSpec], n_hosts: u32) -> SimResult<()> {
+/// Every flow names two distinct hosts of the topology and carries bytes.
+pub fn check(flows: &[FlowSpec], n_hosts: u32) -> SimResult<()> {
     for (index, f) in flows.iter().enumerate() {
         let bad = |field, message: String| {
             Err(SimError::BadFlow {

@@ -14,7 +14,9 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tracefabric_packet::network_api::DrivenPacket;
-use tracefabric_packet::{SimConfig, SimError, Simulation};
+use tracefabric_packet::traffic::FlowSpec;
+use tracefabric_packet::units::Time;
+use tracefabric_packet::{Fabric, SimConfig, SimError, Simulation};
 
 create_exception!(
     _core,
@@ -215,27 +217,44 @@ create_exception!(
     "An error of the workload/system layers: args = (variant, message)."
 );
 
-/// Which network carries the flows of a system-layer run.
+/// Which network carries the flows of a system-layer run, by the names users give
+/// (`BACKENDS`, the one list; Python reads it through `backend_names`).
 #[derive(serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(tag = "kind", deny_unknown_fields)]
 enum BackendSpec {
+    #[serde(rename = "analytical:astra-unaware")]
     AstraUnaware {
         dims: Vec<tracefabric_analytical::DimSpec>,
     },
+    #[serde(rename = "analytical:astra-aware")]
     AstraAware {
         dims: Vec<tracefabric_analytical::DimSpec>,
     },
-    /// Flow-level model on ASTRA-sim's topology...
+    /// Flow-level model on ASTRA-sim's dimensions (`dims`) or on a packet fabric (`config`,
+    /// the packet engine's config without traffic).
+    #[serde(rename = "analytical:flow")]
     Flow {
-        dims: Vec<tracefabric_analytical::DimSpec>,
+        #[serde(default)]
+        dims: Option<Vec<tracefabric_analytical::DimSpec>>,
+        #[serde(default)]
+        config: Option<serde_json::Value>,
     },
-    /// ...or on a packet fabric (the packet engine's config, without traffic).
-    FlowFabric {
-        config: serde_json::Value,
-    },
-    Packet {
-        config: serde_json::Value,
-    },
+    #[serde(rename = "packet")]
+    Packet { config: serde_json::Value },
+}
+
+/// Every backend's name, in the order users see them.
+const BACKENDS: [&str; 4] = [
+    "analytical:astra-unaware",
+    "analytical:astra-aware",
+    "analytical:flow",
+    "packet",
+];
+
+/// The network backends of the system layer, by name.
+#[pyfunction]
+fn backend_names() -> Vec<&'static str> {
+    BACKENDS.to_vec()
 }
 
 fn system_err(e: tracefabric_collectives::SystemError) -> PyErr {
@@ -266,26 +285,32 @@ fn bad_argument(what: &str, e: impl std::fmt::Display) -> PyErr {
     ))
 }
 
-/// The packet engine's config with the run's flows as its traffic.
-fn packet_config(
-    config: &serde_json::Value,
-    flows: &[tracefabric_netapi::FlowRequest],
-) -> PyResult<SimConfig> {
-    let mut v = config.clone();
-    let obj = v
-        .as_object_mut()
-        .ok_or_else(|| bad_input("packet backend config", "expected a JSON object"))?;
-    obj.insert(
-        "traffic".into(),
-        serde_json::json!({
-            "kind": "flows",
-            "src": flows.iter().map(|f| f.src).collect::<Vec<_>>(),
-            "dst": flows.iter().map(|f| f.dst).collect::<Vec<_>>(),
-            "bytes": flows.iter().map(|f| f.bytes).collect::<Vec<_>>(),
-            "start_ps": vec![0u64; flows.len()],
-        }),
-    );
-    SimConfig::from_json(&v.to_string()).map_err(to_py_err)
+/// A backend's packet-fabric config (the engine's config without traffic: the system layer
+/// gives the flows) and the fabric it builds.
+fn engine_config(config: &serde_json::Value) -> PyResult<(SimConfig, Fabric)> {
+    let cfg = SimConfig::from_json(&config.to_string()).map_err(to_py_err)?;
+    if cfg.traffic.is_some() {
+        return Err(to_py_err(SimError::InvalidConfig {
+            field: "traffic".into(),
+            message: "a backend's network config has no traffic: the workload gives the flows"
+                .into(),
+        }));
+    }
+    let fabric = Fabric::build(cfg.fabric()).map_err(|e| to_py_err(e.into()))?;
+    Ok((cfg, fabric))
+}
+
+/// The number of hosts of a packet fabric (a backend's config without traffic), checked
+/// and built as the engine builds it: raises EngineError naming a bad field.
+#[pyfunction]
+fn fabric_hosts(config_json: &str) -> PyResult<u32> {
+    let config: serde_json::Value = serde_json::from_str(config_json).map_err(|e| {
+        to_py_err(SimError::InvalidConfig {
+            field: "config".into(),
+            message: e.to_string(),
+        })
+    })?;
+    Ok(engine_config(&config)?.1.hosts())
 }
 
 /// Check a workload against a system config as `simulate_system` does before it runs:
@@ -338,14 +363,15 @@ fn simulate_system(
             let mut net = Aware::new(topo(dims)?);
             py.allow_threads(|| executor::run(&w, &cfg, &mut net))
         }
-        BackendSpec::Flow { dims } => {
-            let mut net = FlowModel::on_astra(topo(dims)?);
-            py.allow_threads(|| executor::run(&w, &cfg, &mut net))
-        }
-        BackendSpec::FlowFabric { config } => {
-            let sim_cfg = packet_config(&config, &[])?;
-            let mut net =
-                FlowModel::on_packet_fabric(&sim_cfg).map_err(|e| bad_input("network", e))?;
+        BackendSpec::Flow { dims, config } => {
+            let mut net = match (dims, config) {
+                (Some(dims), None) => FlowModel::on_astra(topo(dims)?),
+                (None, Some(config)) => FlowModel::on_packet_fabric(engine_config(&config)?.1),
+                _ => return Err(bad_input(
+                    "backend",
+                    "analytical:flow takes ASTRA-sim dimensions (dims) or a packet fabric (config)",
+                )),
+            };
             py.allow_threads(|| executor::run(&w, &cfg, &mut net))
         }
         BackendSpec::Packet { config } => {
@@ -353,7 +379,23 @@ fn simulate_system(
             // Empty transfers are not declared: the engine only carries bytes.
             let (prepared, flows) = executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
             let declared = DrivenPacket::declared(&flows);
-            let sim = match Simulation::new(packet_config(&config, &declared)?) {
+            let (sim_cfg, fabric) = engine_config(&config)?;
+            let specs = (declared.iter())
+                .map(|f| FlowSpec {
+                    src: f.src,
+                    dst: f.dst,
+                    bytes: f.bytes,
+                    start: Time::ZERO,
+                })
+                .collect();
+            let built = Simulation::build(
+                fabric,
+                specs,
+                &sim_cfg.scheme,
+                &sim_cfg.limits,
+                sim_cfg.seed,
+            );
+            let sim = match built {
                 Ok(sim) => sim,
                 // Name the ET node behind the flow, not the engine's internal flow index.
                 Err(SimError::BadFlow {
@@ -522,6 +564,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_packet, m)?)?;
     m.add_function(wrap_pyfunction!(check_packet, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
+    m.add_function(wrap_pyfunction!(fabric_hosts, m)?)?;
+    m.add_function(wrap_pyfunction!(backend_names, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     Ok(())
 }

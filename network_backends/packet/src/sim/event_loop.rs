@@ -43,7 +43,7 @@ impl Simulation {
         let limit = if self.draining {
             Time(u64::MAX)
         } else {
-            Time((self.cfg.limits.max_time_ms * 1e9).round() as u64)
+            Time((self.limits.max_time_ms * 1e9).round() as u64)
         };
         while let Some((t, ev)) = self.events.pop_before(until) {
             if self.prefetch {
@@ -55,7 +55,7 @@ impl Simulation {
                 self.now = limit;
                 return Err(self.unfinished(format!(
                     "limits.max_time_ms = {} reached",
-                    self.cfg.limits.max_time_ms
+                    self.limits.max_time_ms
                 )));
             }
             self.dispatch(t, ev)?;

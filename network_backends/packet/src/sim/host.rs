@@ -130,7 +130,7 @@ impl Simulation {
                 continue;
             };
             let entropy = self.lb.entropy(f, send.seq, at);
-            let wire = send.payload + self.cfg.packet.header_bytes;
+            let wire = send.payload + self.fabric.packet.header_bytes;
             let pkt = Packet::new(at, f, send.seq, entropy, entropy, hot.dst, wire as u16, 0);
             self.live_packets += 1;
             let gap = self.cc.pacing_gap(f, wire);
@@ -156,7 +156,7 @@ impl Simulation {
     }
 
     pub(super) fn payload(&self, p: &Packet) -> u64 {
-        (p.wire() as u32 - self.cfg.packet.header_bytes) as u64
+        (p.wire() as u32 - self.fabric.packet.header_bytes) as u64
     }
 
     /// A frame reaches host `h`: a data packet goes to the receiver policy, whose reply
@@ -188,7 +188,7 @@ impl Simulation {
             entropy,
             p.echo(),
             src,
-            self.cfg.packet.ack_bytes as u16,
+            self.fabric.packet.ack_bytes as u16,
             flags | ACK,
         );
         self.ports[port].q_hi.push_back(reply);

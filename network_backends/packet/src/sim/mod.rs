@@ -12,7 +12,7 @@
 
 use crate::bounds;
 use crate::cc::{self, CcInit, CongestionControl};
-use crate::config::{SimConfig, DEFAULT_RTO_US};
+use crate::config::{LimitsConfig, SchemeConfig, SimConfig, DEFAULT_RTO_US};
 use crate::error::{config_err, SimError, SimResult};
 use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
@@ -27,6 +27,7 @@ use crate::traffic::{self, FlowSpec};
 use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};
 use crate::units::{Dur, Rate, Time, PS_PER_US};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use tracefabric_fabric::{Fabric, FabricConfig, FrameTiming};
 
 mod driven;
 mod event_loop;
@@ -147,7 +148,8 @@ struct FlowRt {
 }
 
 pub struct Simulation {
-    cfg: SimConfig,
+    fabric: FabricConfig,
+    limits: LimitsConfig,
     topo: Topology,
     flows: Vec<FlowRt>,
     hot: Vec<FlowHot>,

@@ -12,7 +12,7 @@ impl Simulation {
         let p = &mut self.ports[port];
         let wire = pkt.wire() as u64;
         let ser = p.rate.serialization(wire);
-        let busy_until = at + ser + p.rate.serialization(self.cfg.packet.gap_bytes as u64);
+        let busy_until = at + ser + p.rate.serialization(self.fabric.packet.gap_bytes as u64);
         if p.wire.is_empty() {
             self.events
                 .push(at + ser + p.arrive_delay, Event::LinkArrive(port as u32));
@@ -158,7 +158,7 @@ impl Simulation {
                     group,
                     candidates,
                     backlog: &backlog,
-                    buffer_bytes: self.cfg.switch.buffer_bytes,
+                    buffer_bytes: self.fabric.switch.buffer_bytes,
                     salt: self.salts[node as usize],
                 };
                 let hdr = Header {
@@ -177,7 +177,7 @@ impl Simulation {
     pub(super) fn enqueue(&mut self, port: usize, p: Packet) {
         self.catch_up(port, self.now);
         let wire = p.wire() as u64;
-        if self.ports[port].queued + wire > self.cfg.switch.buffer_bytes {
+        if self.ports[port].queued + wire > self.fabric.switch.buffer_bytes {
             self.port_counts[port].drops += 1;
             if p.is_ack() {
                 self.acks_dropped += 1;

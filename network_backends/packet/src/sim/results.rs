@@ -36,7 +36,7 @@ impl Simulation {
     /// for it in its CCT; where no flow is ever held back, it also follows each NIC's round
     /// robin, in the order flows really start.
     pub fn lower_bound(&self) -> Time {
-        let timing = bounds::FrameTiming::from_config(&self.cfg);
+        let timing = FrameTiming::new(&self.fabric);
         let requested: Vec<FlowSpec> = (self.flows.iter().zip(&self.requested_starts))
             .map(|(f, &start)| FlowSpec { start, ..f.spec })
             .collect();

@@ -138,10 +138,10 @@ impl Simulation {
             flow.timeouts += 1;
             flow.timeouts_in_a_row += 1;
             self.hot[f as usize].timed_out = true;
-            if flow.timeouts_in_a_row > self.cfg.limits.max_timeouts {
+            if flow.timeouts_in_a_row > self.limits.max_timeouts {
                 let reason = format!(
                     "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts) of {:.3} us each (limits.rto_us); {lost} packets presumed lost in the last one",
-                    flow.spec.src, flow.spec.dst, self.cfg.limits.max_timeouts,
+                    flow.spec.src, flow.spec.dst, self.limits.max_timeouts,
                     self.rto.0 as f64 / PS_PER_US as f64
                 );
                 self.error = Some(self.unfinished(reason));

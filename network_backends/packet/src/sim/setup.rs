@@ -4,29 +4,63 @@
 use super::*;
 
 impl Simulation {
+    /// A standalone run of the config's traffic.
     pub fn new(cfg: SimConfig) -> SimResult<Simulation> {
         cfg.validate()?;
-        let rate = Rate::from_gbps(cfg.link.rate_gbps);
-        let latency = Dur::from_ns_f64(cfg.link.latency_ns);
-        let topo = Topology::build(&cfg.topology, rate, latency)?;
-        let mut specs = traffic::generate(&cfg.traffic, &topo, cfg.seed)?;
-        let max_time = Time((cfg.limits.max_time_ms * 1e9).round() as u64);
+        let Some(traffic_cfg) = &cfg.traffic else {
+            return Err(config_err(
+                "traffic",
+                "missing: a run needs flows (permutation, all_to_all, incast or flows)",
+            ));
+        };
+        let fabric = Fabric::build(cfg.fabric())?;
+        let specs = traffic::generate(traffic_cfg, &fabric.topology, cfg.seed)?;
+        Simulation::build(fabric, specs, &cfg.scheme, &cfg.limits, cfg.seed)
+    }
+
+    /// A run of `flows` (indexed by position) on `fabric` with these schemes and limits:
+    /// what every run is built from, the system layer's included.
+    pub fn build(
+        fabric: Fabric,
+        mut specs: Vec<FlowSpec>,
+        scheme: &SchemeConfig,
+        limits: &LimitsConfig,
+        seed: u64,
+    ) -> SimResult<Simulation> {
+        limits.validate()?;
+        let Fabric {
+            config: fab,
+            topology: topo,
+        } = fabric;
+        if specs.len() as u64 > traffic::MAX_FLOWS {
+            return Err(config_err(
+                "traffic",
+                format!(
+                    "{} flows exceeds the supported maximum of {} flows per run",
+                    specs.len(),
+                    traffic::MAX_FLOWS
+                ),
+            ));
+        }
+        traffic::check(&specs, topo.n_hosts)?;
+        let rate = Rate::from_gbps(fab.link.rate_gbps);
+        let max_time = Time((limits.max_time_ms * 1e9).round() as u64);
         if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| f.start > max_time) {
             return Err(SimError::BadFlow {
                 index: i,
                 field: "start_ps",
                 message: format!(
                     "starts at {} ps, after limits.max_time_ms = {}",
-                    f.start.0, cfg.limits.max_time_ms
+                    f.start.0, limits.max_time_ms
                 ),
             });
         }
         // A flow its own NIC cannot even serialize before the run's limit would only time
         // out (and a huge one would exhaust memory first): refuse it now.
-        let timing = bounds::FrameTiming::from_config(&cfg);
-        let seconds = |bytes: u64| bytes as f64 * 8.0 / (cfg.link.rate_gbps * 1e9);
+        let timing = FrameTiming::new(&fab);
+        let seconds = |bytes: u64| bytes as f64 * 8.0 / (fab.link.rate_gbps * 1e9);
         if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| {
-            seconds(f.bytes) * 1e3 > cfg.limits.max_time_ms
+            seconds(f.bytes) * 1e3 > limits.max_time_ms
                 || timing.packets(f.bytes).0 > u32::MAX as u64
         }) {
             return Err(SimError::BadFlow {
@@ -37,9 +71,9 @@ impl Simulation {
                      limits.max_time_ms = {} (or past 2^32 packets)",
                     f.bytes,
                     seconds(f.bytes) * 1e3,
-                    cfg.link.rate_gbps,
+                    fab.link.rate_gbps,
                     timing.packets(f.bytes).0,
-                    cfg.limits.max_time_ms
+                    limits.max_time_ms
                 ),
             });
         }
@@ -53,14 +87,14 @@ impl Simulation {
             .collect();
         let bdp_packets = timing.bdp_packets(topo.diameter_hops);
         let mut lb = lb::build(
-            &cfg.scheme.lb,
+            &scheme.lb,
             &LbInit {
                 topo: &topo,
                 flows: &infos,
-                seed: cfg.seed,
+                seed: seed,
                 bdp_packets,
             },
-            &cfg.scheme.lb_params,
+            &scheme.lb_params,
         )?;
         let requested_start = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
         let starts: Vec<Time> = specs
@@ -83,29 +117,29 @@ impl Simulation {
             })
             .collect();
         let cc = cc::build(
-            &cfg.scheme.cc,
+            &scheme.cc,
             &CcInit {
                 paths: &paths,
                 line_rate: rate,
-                mss: cfg.packet.payload_bytes,
-                packet_wire_bytes: cfg.packet.payload_bytes + cfg.packet.header_bytes,
+                mss: fab.packet.payload_bytes,
+                packet_wire_bytes: fab.packet.payload_bytes + fab.packet.header_bytes,
             },
-            &cfg.scheme.cc_params,
+            &scheme.cc_params,
         )?;
         let receiver = receiver::build(
-            &cfg.scheme.receiver,
+            &scheme.receiver,
             &ReceiverInit {
                 n_flows: specs.len(),
             },
-            &cfg.scheme.receiver_params,
+            &scheme.receiver_params,
         )?;
         let qdisc = qdisc::build(
-            &cfg.scheme.qdisc,
+            &scheme.qdisc,
             &QdiscInit {
-                switch: &cfg.switch,
-                seed: cfg.seed,
+                switch: &fab.switch,
+                seed: seed,
             },
-            &cfg.scheme.qdisc_params,
+            &scheme.qdisc_params,
         )?;
         let requested_starts: Vec<Time> = specs.iter().map(|f| f.start).collect();
         for (f, &at) in specs.iter_mut().zip(&starts) {
@@ -113,15 +147,15 @@ impl Simulation {
         }
         let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
         let loss = loss::build(
-            &cfg.scheme.loss,
+            &scheme.loss,
             &LossInit {
                 flow_bytes: &bytes,
-                payload_bytes: cfg.packet.payload_bytes,
+                payload_bytes: fab.packet.payload_bytes,
             },
-            &cfg.scheme.loss_params,
+            &scheme.loss_params,
         )?;
 
-        let switch_latency = Dur::from_ns_f64(cfg.switch.latency_ns);
+        let switch_latency = Dur::from_ns_f64(fab.switch.latency_ns);
         let ports: Vec<PortRt> = topo
             .ports
             .iter()
@@ -185,7 +219,7 @@ impl Simulation {
             .max()
             .unwrap_or(topo.diameter_hops);
         let base_rtt = timing.base_rtt(longest);
-        let rto = match cfg.limits.rto_us {
+        let rto = match limits.rto_us {
             Some(us) => {
                 let rto = Dur((us * PS_PER_US as f64).round() as u64);
                 if rto <= base_rtt {
@@ -208,7 +242,7 @@ impl Simulation {
             // Capped at the longest run allowed: it would never fire later, and event times
             // must stay within the clock (a 2^62 B buffer wrapped the sum to 100 us).
             None => {
-                let drain = timing.rate.serialization(cfg.switch.buffer_bytes);
+                let drain = timing.rate.serialization(fab.switch.buffer_bytes);
                 Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
                     .max(Dur(2 * base_rtt.0))
                     .max(Dur(base_rtt.0.saturating_add(drain.0.saturating_mul(2))))
@@ -221,11 +255,11 @@ impl Simulation {
         // the past (timeout >= link delay). A paced flow that becomes sendable while the NIC
         // is idle is decided at that moment (see `host_send_at`).
         let lazy_hosts = ports.iter().all(|p: &PortRt| {
-            let gap = p.rate.serialization(cfg.packet.gap_bytes as u64);
+            let gap = p.rate.serialization(fab.packet.gap_bytes as u64);
             !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
         });
         let salts = (0..topo.n_nodes() as u64)
-            .map(|n| derive_seed(cfg.seed, "ecmp.salt", n))
+            .map(|n| derive_seed(seed, "ecmp.salt", n))
             .collect();
         Ok(Simulation {
             rto,
@@ -253,7 +287,6 @@ impl Simulation {
             driven: false,
             completions: VecDeque::new(),
             late_arrivals: HashMap::new(),
-            cfg,
             topo,
             flows,
             hot,
@@ -263,6 +296,8 @@ impl Simulation {
             loss,
             salts,
             requested_starts,
+            fabric: fab,
+            limits: limits.clone(),
             requested_start,
         })
     }

@@ -107,7 +107,7 @@ fn dctcp_sawtooth(n: u32, k: u64) -> (f64, f64, f64, f64) {
         sim.events.push(Time::ZERO, Event::FlowStart(f));
     }
     let port = sim.topo.host_down_port[0] as usize;
-    let timing = bounds::FrameTiming::from_config(&sim.cfg);
+    let timing = FrameTiming::new(&sim.fabric);
     let slot = (wire + 20) as f64;
     let c_rtt = timing.base_rtt(2).0 as f64 * 100e9 / 8e12 / slot;
     // Every flow's bytes through one 100 Gbps link: the run's length at line rate.

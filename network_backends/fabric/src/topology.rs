@@ -3,9 +3,9 @@
 //! routing works unchanged for any tree (and, later, after link failures).
 
 use crate::config::TopologyConfig;
-use crate::error::{config_err, SimResult};
+use crate::error::{config_err, FabricResult};
+pub use crate::routes::LinkState;
 use crate::units::{Dur, Rate};
-use std::collections::{HashMap, VecDeque};
 
 pub type NodeId = u32;
 pub type PortId = u32;
@@ -41,14 +41,16 @@ pub struct Topology {
     pub n_edges: u32,
     /// route[((node - n_hosts) * n_edges) + edge] = group of next hops at switch `node`
     /// towards that edge switch (hosts come first among nodes and have no row).
-    route: Vec<GroupId>,
+    pub(crate) route: Vec<GroupId>,
     pub groups: Vec<Vec<PortId>>,
     /// The groups again, flat (group g is group_ports[group_start[g]..group_start[g + 1]]),
     /// so a lookup on the forwarding path reads one small hot array.
-    group_start: Vec<u32>,
-    group_ports: Vec<PortId>,
+    pub(crate) group_start: Vec<u32>,
+    pub(crate) group_ports: Vec<PortId>,
     /// Hops of the longest shortest host-to-host path (6 for a 3-tier fat tree).
     pub diameter_hops: u32,
+    /// State of each port's link (both directions of a link share it).
+    pub(crate) link_state: Vec<LinkState>,
 }
 
 pub const NO_GROUP: GroupId = u32::MAX;
@@ -62,7 +64,7 @@ pub const MAX_LINKS: u64 = 1 << 22;
 pub const MAX_ROUTE_ENTRIES: u64 = 1 << 26;
 
 impl Topology {
-    pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> SimResult<Topology> {
+    pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> FabricResult<Topology> {
         let mut b = Builder::default();
         match *cfg {
             TopologyConfig::FatTree { k } => {
@@ -324,7 +326,7 @@ impl Builder {
         });
     }
 
-    fn finish(self, n_hosts: u32) -> SimResult<Topology> {
+    fn finish(self, n_hosts: u32) -> FabricResult<Topology> {
         let n = self.tier.len();
         let mut node_ports = vec![Vec::new(); n];
         for (i, p) in self.ports.iter().enumerate() {
@@ -353,72 +355,11 @@ impl Builder {
                 n_edges += 1;
             }
         }
-        // BFS over switches from every edge switch; next hops are ports one step closer.
-        // Hosts are numbered first; only switches have routing rows.
-        debug_assert!(self.tier[..n_hosts as usize].iter().all(|&t| t == 0));
-        debug_assert!(self.tier[n_hosts as usize..].iter().all(|&t| t != 0));
-        let mut route = vec![NO_GROUP; (n - n_hosts as usize) * n_edges as usize];
-        let mut groups: Vec<Vec<PortId>> = Vec::new();
-        let mut group_ids: HashMap<Vec<PortId>, GroupId> = HashMap::new();
-        let mut dist = vec![u32::MAX; n];
-        let mut diameter = 2;
-        // A switch's next hops are mostly the same towards one edge as towards the last
-        // (all uplinks, say): compared in place, not hashed and allocated again.
-        let mut last_group = vec![NO_GROUP; n];
-        let mut hops: Vec<PortId> = Vec::new();
-        for edge in 0..n as u32 {
-            let ei = edge_index[edge as usize];
-            if ei == u32::MAX {
-                continue;
-            }
-            dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[edge as usize] = 0;
-            let mut q = VecDeque::from([edge]);
-            while let Some(u) = q.pop_front() {
-                for &p in &node_ports[u as usize] {
-                    let v = self.ports[p as usize].peer;
-                    if self.tier[v as usize] != 0 && dist[v as usize] == u32::MAX {
-                        dist[v as usize] = dist[u as usize] + 1;
-                        q.push_back(v);
-                    }
-                }
-            }
-            for u in n_hosts as usize..n {
-                if u as u32 == edge || dist[u] == u32::MAX {
-                    continue;
-                }
-                if self.tier[u] == 1 {
-                    diameter = diameter.max(dist[u] + 2);
-                }
-                hops.clear();
-                hops.extend(node_ports[u].iter().copied().filter(|&p| {
-                    let v = self.ports[p as usize].peer as usize;
-                    self.tier[v] != 0 && dist[v] + 1 == dist[u]
-                }));
-                let last = last_group[u];
-                let g = if last != NO_GROUP && groups[last as usize] == hops {
-                    last
-                } else {
-                    let next = groups.len() as GroupId;
-                    let g = *group_ids.entry(hops.clone()).or_insert(next);
-                    if g == next {
-                        groups.push(hops.clone());
-                    }
-                    g
-                };
-                last_group[u] = g;
-                route[(u - n_hosts as usize) * n_edges as usize + ei as usize] = g;
-            }
-        }
-        let mut group_start = vec![0u32];
-        for g in &groups {
-            group_start.push(group_start.last().unwrap() + g.len() as u32);
-        }
-        let group_ports = groups.concat();
-        Ok(Topology {
+        let mut topo = Topology {
             n_hosts,
-            group_start,
-            group_ports,
+            group_start: Vec::new(),
+            group_ports: Vec::new(),
+            link_state: vec![LinkState::Up; self.ports.len()],
             tier: self.tier,
             tier_names: self.tier_names,
             pod: self.pod,
@@ -429,10 +370,12 @@ impl Builder {
             host_edge,
             edge_index,
             n_edges,
-            route,
-            groups,
-            diameter_hops: diameter,
-        })
+            route: Vec::new(),
+            groups: Vec::new(),
+            diameter_hops: 2,
+        };
+        topo.compute_routes()?;
+        Ok(topo)
     }
 }
 

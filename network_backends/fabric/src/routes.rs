@@ -1,0 +1,253 @@
+//! Next-hop groups: at each switch, towards each edge switch, the output ports one step
+//! closer over links that are up (BFS from every edge switch). Recomputed when a link's
+//! state changes, so routing follows failures.
+
+use crate::error::{config_err, FabricResult};
+use crate::topology::{GroupId, PortId, Topology, NO_GROUP};
+use crate::units::Rate;
+use std::collections::{HashMap, VecDeque};
+
+/// A link's state; both of its directions share it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LinkState {
+    Up,
+    /// Carries nothing; routing avoids it.
+    Down,
+}
+
+impl Topology {
+    pub fn link_state(&self, port: PortId) -> LinkState {
+        self.link_state[port as usize]
+    }
+
+    /// Sets the state of the link behind `port` (both directions); `compute_routes` makes
+    /// routing follow it. A host's only link cannot go down.
+    pub fn set_link_state(&mut self, port: PortId, state: LinkState) -> FabricResult<()> {
+        let p = &self.ports[port as usize];
+        if (p.owner < self.n_hosts || p.peer < self.n_hosts) && state == LinkState::Down {
+            return Err(config_err(
+                "link",
+                format!(
+                    "port {port} is the link of host {}: taking it down would isolate the host",
+                    p.owner.min(p.peer)
+                ),
+            ));
+        }
+        self.link_state[port as usize] = state;
+        self.link_state[(port ^ 1) as usize] = state;
+        Ok(())
+    }
+
+    /// Sets the rate of the link behind `port` (both directions), e.g. a degraded link.
+    pub fn set_link_rate(&mut self, port: PortId, rate: Rate) {
+        self.ports[port as usize].rate = rate;
+        self.ports[(port ^ 1) as usize].rate = rate;
+    }
+
+    fn up(&self, port: PortId) -> bool {
+        self.link_state[port as usize] == LinkState::Up
+    }
+
+    /// Next-hop groups over the links that are up. Refused when that leaves an edge switch
+    /// unable to reach another (the failures disconnect the fabric).
+    pub fn compute_routes(&mut self) -> FabricResult<()> {
+        let n = self.tier.len();
+        let n_hosts = self.n_hosts;
+        let n_edges = self.n_edges;
+        let edge_index = &self.edge_index;
+        let node_ports = &self.node_ports;
+        // BFS over switches from every edge switch; next hops are ports one step closer.
+        // Hosts are numbered first; only switches have routing rows.
+        debug_assert!(self.tier[..n_hosts as usize].iter().all(|&t| t == 0));
+        debug_assert!(self.tier[n_hosts as usize..].iter().all(|&t| t != 0));
+        let mut route = vec![NO_GROUP; (n - n_hosts as usize) * n_edges as usize];
+        let mut groups: Vec<Vec<PortId>> = Vec::new();
+        let mut group_ids: HashMap<Vec<PortId>, GroupId> = HashMap::new();
+        let mut dist = vec![u32::MAX; n];
+        let mut diameter = 2;
+        // A switch's next hops are mostly the same towards one edge as towards the last
+        // (all uplinks, say): compared in place, not hashed and allocated again.
+        let mut last_group = vec![NO_GROUP; n];
+        let mut hops: Vec<PortId> = Vec::new();
+        for edge in 0..n as u32 {
+            let ei = edge_index[edge as usize];
+            if ei == u32::MAX {
+                continue;
+            }
+            dist.iter_mut().for_each(|d| *d = u32::MAX);
+            dist[edge as usize] = 0;
+            let mut q = VecDeque::from([edge]);
+            while let Some(u) = q.pop_front() {
+                for &p in &node_ports[u as usize] {
+                    let v = self.ports[p as usize].peer;
+                    if self.up(p) && self.tier[v as usize] != 0 && dist[v as usize] == u32::MAX {
+                        dist[v as usize] = dist[u as usize] + 1;
+                        q.push_back(v);
+                    }
+                }
+            }
+            if let Some(cut) =
+                (n_hosts as usize..n).find(|&u| edge_index[u] != u32::MAX && dist[u] == u32::MAX)
+            {
+                return Err(config_err(
+                    "link",
+                    format!(
+                        "the links that are down disconnect edge switch {cut} from edge switch {edge}"
+                    ),
+                ));
+            }
+            for u in n_hosts as usize..n {
+                if u as u32 == edge || dist[u] == u32::MAX {
+                    continue;
+                }
+                if self.tier[u] == 1 {
+                    diameter = diameter.max(dist[u] + 2);
+                }
+                hops.clear();
+                hops.extend(node_ports[u].iter().copied().filter(|&p| {
+                    let v = self.ports[p as usize].peer as usize;
+                    self.up(p) && self.tier[v] != 0 && dist[v] + 1 == dist[u]
+                }));
+                let last = last_group[u];
+                let g = if last != NO_GROUP && groups[last as usize] == hops {
+                    last
+                } else {
+                    let next = groups.len() as GroupId;
+                    let g = *group_ids.entry(hops.clone()).or_insert(next);
+                    if g == next {
+                        groups.push(hops.clone());
+                    }
+                    g
+                };
+                last_group[u] = g;
+                route[(u - n_hosts as usize) * n_edges as usize + ei as usize] = g;
+            }
+        }
+        let mut group_start = vec![0u32];
+        for g in &groups {
+            group_start.push(group_start.last().unwrap() + g.len() as u32);
+        }
+        self.group_ports = groups.concat();
+        self.group_start = group_start;
+        self.groups = groups;
+        self.route = route;
+        self.diameter_hops = diameter;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TopologyConfig;
+    use crate::units::Dur;
+
+    fn fat_tree(k: u32) -> Topology {
+        let cfg = TopologyConfig::FatTree { k };
+        Topology::build(&cfg, Rate::from_gbps(800.0), Dur(500_000)).unwrap()
+    }
+
+    /// The port of `from`'s link to `to`.
+    fn port(t: &Topology, from: u32, to: u32) -> PortId {
+        let mut found = t.node_ports[from as usize].iter().copied();
+        found.find(|&p| t.ports[p as usize].peer == to).unwrap()
+    }
+
+    /// Hops from every switch to `edge` over up links, by an independent BFS.
+    fn distances(t: &Topology, edge: u32) -> Vec<u32> {
+        let mut dist = vec![u32::MAX; t.n_nodes()];
+        dist[edge as usize] = 0;
+        let mut frontier = vec![edge];
+        while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for u in frontier {
+                for p in 0..t.ports.len() as u32 {
+                    let (owner, peer) = (t.ports[p as usize].owner, t.ports[p as usize].peer);
+                    let switch = t.tier[owner as usize] != 0;
+                    if peer == u
+                        && switch
+                        && t.link_state(p) == LinkState::Up
+                        && dist[owner as usize] == u32::MAX
+                    {
+                        dist[owner as usize] = dist[u as usize] + 1;
+                        next.push(owner);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        dist
+    }
+
+    #[test]
+    fn routes_avoid_a_down_link_and_stay_shortest_over_the_rest() {
+        let mut t = fat_tree(4);
+        let (edge0, agg0) = (t.host_edge[0], t.n_hosts + 8); // first edge, first aggregation
+        assert_eq!(t.tier[agg0 as usize], 2);
+        let down = port(&t, edge0, agg0);
+        t.set_link_state(down, LinkState::Down).unwrap();
+        t.compute_routes().unwrap();
+        let edges: Vec<u32> = (0..t.n_hosts).map(|h| t.host_edge[h as usize]).collect();
+        for &dst in &edges {
+            let dist = distances(&t, dst);
+            for u in t.n_hosts..t.n_nodes() as u32 {
+                if u == dst || dist[u as usize] == u32::MAX {
+                    continue;
+                }
+                let g = t.group_towards(u, dst);
+                for &p in t.group_ports(g) {
+                    assert_eq!(t.link_state(p), LinkState::Up);
+                    let v = t.ports[p as usize].peer;
+                    assert_eq!(
+                        dist[v as usize] + 1,
+                        dist[u as usize],
+                        "switch {u} towards {dst}"
+                    );
+                }
+            }
+        }
+        // Edge 0 keeps one of its two uplinks; aggregation 0 reaches it through edge 1 and
+        // aggregation 1 (3 links, not 1); host 0 still reaches every host.
+        let other = edges[t.n_hosts as usize - 1];
+        assert_eq!(t.group_ports(t.group_towards(edge0, other)).len(), 1);
+        assert_eq!(distances(&t, edge0)[agg0 as usize], 3);
+        assert_eq!(t.hops_between(0, t.n_hosts - 1), 6);
+        // Back up: the routes are those of the intact fabric again.
+        t.set_link_state(down, LinkState::Up).unwrap();
+        t.compute_routes().unwrap();
+        assert_eq!(t.route, fat_tree(4).route);
+    }
+
+    #[test]
+    fn failures_that_disconnect_an_edge_or_isolate_a_host_are_refused() {
+        let mut t = fat_tree(4);
+        let edge0 = t.host_edge[0];
+        for agg in [t.n_hosts + 8, t.n_hosts + 9] {
+            let p = port(&t, edge0, agg);
+            t.set_link_state(p, LinkState::Down).unwrap();
+        }
+        let err = t.compute_routes().unwrap_err().to_string();
+        assert!(
+            err.contains("disconnect edge switch") && err.contains(&format!("edge switch {edge0}")),
+            "{err}"
+        );
+        let host_link = t.host_port[3];
+        let err = t
+            .set_link_state(host_link, LinkState::Down)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("would isolate the host") && err.contains("host 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_degraded_link_changes_both_directions() {
+        let mut t = fat_tree(4);
+        let p = port(&t, t.host_edge[0], t.n_hosts + 8);
+        t.set_link_rate(p, Rate::from_gbps(200.0));
+        assert_eq!(t.ports[p as usize].rate.bps(), 200_000_000_000);
+        assert_eq!(t.ports[(p ^ 1) as usize].rate.bps(), 200_000_000_000);
+    }
+}
