@@ -1,10 +1,10 @@
-//! Planning every chunk of every collective, once, before the run, and laying out the
-//! flow ids the plans use.
+//! Planning the chunks of collectives, and laying out before the run the flow ids the
+//! plans use.
 
 use super::Executor;
 use crate::error::{SystemError, SystemResult};
 use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, SystemConfig};
-use crate::workload::{group_label, Matched, WorkloadInput, NONE};
+use crate::workload::{group_label, Instance, Matched, WorkloadInput, NONE};
 
 /// The phases of each chunk of one collective instance, chunk by chunk.
 pub(super) type InstancePlan = Vec<Vec<Phase>>;
@@ -27,52 +27,68 @@ fn chunk_matrix(matrix: Option<&[u64]>, count: usize, c: usize) -> Option<Vec<u6
     })
 }
 
+/// The phases of every chunk of `inst`, chunk by chunk.
+pub(super) fn plan_instance(
+    w: &WorkloadInput,
+    cfg: &SystemConfig,
+    inst: &Instance,
+    layout: &Layout,
+) -> SystemResult<InstancePlan> {
+    let members = &w.groups[inst.group as usize];
+    let chunks = chunk_sizes(cfg, inst.kind, inst.bytes, members.len() as u32);
+    let mut plan = Vec::with_capacity(chunks.len());
+    for (c, &bytes) in chunks.iter().enumerate() {
+        let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
+        let phases = plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, layout)
+            .map_err(|e| match e {
+                // The system file is at fault; the collective says why its key matters.
+                SystemError::Config { field, message } => {
+                    let rank = &w.ranks[members[0] as usize];
+                    SystemError::Config {
+                        field,
+                        message: format!(
+                            "{message}, for the {} on group {} ({} node {})",
+                            inst.kind.name(),
+                            group_label(w, inst.group),
+                            rank.file,
+                            rank.nodes[inst.nodes[0] as usize].id
+                        ),
+                    }
+                }
+                other => other,
+            })?;
+        plan.push(phases);
+    }
+    Ok(plan)
+}
+
 /// Plans every chunk of every collective and lays out the flow ids, in flow-id order
-/// (instance, chunk, phase, subgroup, transfer).
+/// (instance, chunk, phase, subgroup, transfer). With `keep`, returns every instance's
+/// plan; without, drops each once counted (explicit DAGs of collectives that are not
+/// running then hold no memory) and returns no plans.
 pub(super) fn plan_workload(
     w: &WorkloadInput,
     cfg: &SystemConfig,
     m: &Matched,
     layout: &Layout,
+    keep: bool,
 ) -> SystemResult<(FlowLayout, Vec<InstancePlan>)> {
     let mut inst_base = Vec::with_capacity(m.instances.len() + 1);
     let mut offsets = Vec::with_capacity(m.instances.len());
-    let mut plans = Vec::with_capacity(m.instances.len());
+    let mut plans = Vec::with_capacity(if keep { m.instances.len() } else { 0 });
     let mut next = 0u64;
     for inst in &m.instances {
         inst_base.push(next);
-        let members = &w.groups[inst.group as usize];
-        let chunks = chunk_sizes(cfg, inst.kind, inst.bytes, members.len() as u32);
+        let plan = plan_instance(w, cfg, inst, layout)?;
         let mut offs = Vec::new();
-        let mut plan = Vec::with_capacity(chunks.len());
-        for (c, &bytes) in chunks.iter().enumerate() {
-            let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
-            let phases = plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, layout)
-                .map_err(|e| match e {
-                    // The system file is at fault; the collective says why its key matters.
-                    SystemError::Config { field, message } => {
-                        let rank = &w.ranks[members[0] as usize];
-                        SystemError::Config {
-                            field,
-                            message: format!(
-                                "{message}, for the {} on group {} ({} node {})",
-                                inst.kind.name(),
-                                group_label(w, inst.group),
-                                rank.file,
-                                rank.nodes[inst.nodes[0] as usize].id
-                            ),
-                        }
-                    }
-                    other => other,
-                })?;
-            for p in &phases {
-                offs.push(next);
-                next += p.dag.len() as u64 * p.subgroups.len() as u64;
-            }
-            plan.push(phases);
+        for p in plan.iter().flatten() {
+            offs.push(next);
+            next += p.dag.len() as u64 * p.subgroups.len() as u64;
         }
         offsets.push(offs);
-        plans.push(plan);
+        if keep {
+            plans.push(plan);
+        }
     }
     inst_base.push(next);
     let ids = FlowLayout {

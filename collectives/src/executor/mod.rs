@@ -30,7 +30,7 @@ pub use prepared::Prepared;
 
 use crate::error::{SystemError, SystemResult};
 use crate::report::SystemReport;
-use crate::system::SystemConfig;
+use crate::system::{Layout, SystemConfig};
 use crate::workload::{Matched, NodeKind, WorkloadInput};
 use flow_layout::{FlowLayout, InstancePlan};
 use ranks::{unit_of, PairRt, RankRt};
@@ -52,7 +52,9 @@ pub struct Executor<'a> {
     cfg: &'a SystemConfig,
     m: Matched,
     ids: FlowLayout,
-    /// Each instance's chunk plans, made once before the run; taken when it starts.
+    layout: Layout,
+    /// Each instance's chunk plans, where made before the run (taken when it starts);
+    /// empty when instances are planned as they start.
     plans: Vec<InstancePlan>,
     net: &'a mut dyn Network,
     now: Ps,

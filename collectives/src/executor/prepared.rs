@@ -1,5 +1,6 @@
-//! A workload checked and planned before it runs: the matched collectives, every
-//! chunk's phases and the flow ids they will use.
+//! A workload checked and planned before it runs: the matched collectives, the flow
+//! ids their chunks will use and, where the flows are listed up front, every chunk's
+//! phases.
 
 use super::flow_layout::{plan_workload, FlowLayout, InstancePlan};
 use super::ranks::{rank_rt, PairRt};
@@ -18,13 +19,17 @@ pub struct Prepared<'a> {
     cfg: &'a SystemConfig,
     pub(super) m: Matched,
     pub(super) ids: FlowLayout,
+    layout: Layout,
+    /// Every instance's chunk plans where the flows were listed; empty otherwise.
     plans: Vec<InstancePlan>,
 }
 
 impl<'a> Prepared<'a> {
-    /// Checks the workload and plans every collective once. With `list_flows` it also
-    /// returns every flow in id order, for backends that must know their flows up front
-    /// (the packet engine, whose load balancers plan per flow).
+    /// Checks the workload and plans every collective to lay out its flow ids. With
+    /// `list_flows` it also returns every flow in id order, for backends that must know
+    /// their flows up front (the packet engine, whose load balancers plan per flow), and
+    /// keeps the plans for the run; without, an instance is planned again when it starts,
+    /// so only started collectives hold plans.
     pub fn new(
         w: &'a WorkloadInput,
         cfg: &'a SystemConfig,
@@ -32,7 +37,7 @@ impl<'a> Prepared<'a> {
     ) -> SystemResult<(Prepared<'a>, Vec<FlowRequest>)> {
         let m = check_and_match(w)?;
         let layout = Layout::new(&cfg.dims, w.ranks.len() as u32)?;
-        let (ids, plans) = plan_workload(w, cfg, &m, &layout)?;
+        let (ids, plans) = plan_workload(w, cfg, &m, &layout, list_flows)?;
         let flows = if list_flows {
             every_flow(&plans, &m)
         } else {
@@ -44,6 +49,7 @@ impl<'a> Prepared<'a> {
                 cfg,
                 m,
                 ids,
+                layout,
                 plans,
             },
             flows,
@@ -56,6 +62,7 @@ impl<'a> Prepared<'a> {
             cfg,
             m,
             ids,
+            layout,
             plans,
         } = self;
         let n = w.ranks.len() as u32;
@@ -73,6 +80,7 @@ impl<'a> Prepared<'a> {
             cfg,
             m,
             ids,
+            layout,
             plans,
             net,
             now: 0,

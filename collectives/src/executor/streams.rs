@@ -3,6 +3,7 @@
 //! in the (group, dimension) queue of each phase for one of its
 //! `active-chunks-per-dimension` slots.
 
+use super::flow_layout::plan_instance;
 use super::Executor;
 use crate::error::SystemResult;
 use crate::system::{Phase, Policy};
@@ -51,9 +52,19 @@ pub(super) struct DimQueue {
 }
 
 impl Executor<'_> {
-    /// Starts instance `k` at `at` with the chunk plans made before the run.
+    /// Starts instance `k` at `at` with its chunk plans: those made before the run where
+    /// kept, else planned now (`plan_chunk` is deterministic, so the flow counts match
+    /// the layout).
     pub(super) fn start_instance(&mut self, k: u32, at: Ps) -> SystemResult<()> {
-        let plan = std::mem::take(&mut self.plans[k as usize]);
+        let plan = match self.plans.get_mut(k as usize) {
+            Some(kept) => std::mem::take(kept),
+            None => plan_instance(
+                self.w,
+                self.cfg,
+                &self.m.instances[k as usize],
+                &self.layout,
+            )?,
+        };
         self.started_instances += 1;
         let order = self.started_instances;
         let rt = &mut self.inst[k as usize];
