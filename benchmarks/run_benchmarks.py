@@ -43,11 +43,13 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "hops": r["data_pack
 """
 
 
-def run(topology: dict, traffic: dict, lb: str, cc: str, cc_params: dict, seed: int = 1) -> dict:
+def run(topology: dict, traffic: dict, lb: str, cc: str = "ideal", cc_params: dict | None = None, seed: int = 1,
+        env: dict | None = None) -> dict:
     scheme = {"lb": lb, **({"cc": cc} if cc != "ideal" else {}), **({"cc_params": cc_params} if cc_params else {})}
     cfg = {"topology": topology, "traffic": traffic, "link": {"rate_gbps": 800, "latency_ns": 1000},
            "scheme": scheme, "seed": seed}
-    out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(cfg), capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(cfg), capture_output=True, text=True, check=True,
+                         env=env)
     return json.loads(out.stdout)
 
 

@@ -46,9 +46,10 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "flows": r["flows"],
 """
 
 
-def run(ranks: int, size: int, splits: int, backend: dict) -> dict:
+def run(ranks: int, size: int, splits: int, backend: dict, env: dict | None = None) -> dict:
     spec = {"ranks": ranks, "bytes": size, "splits": splits, "backend": backend}
-    out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(spec), capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(spec), capture_output=True, text=True, check=True,
+                         env=env)
     return json.loads(out.stdout)
 
 

@@ -15,6 +15,9 @@ pub use tracefabric_fabric::config::{
 /// The retransmission timeout unless the fabric's round trip needs a longer one.
 pub const DEFAULT_RTO_US: f64 = 100.0;
 
+/// A run's config as JSON: the fabric's sections (`fabric()`) at the top level beside the
+/// schemes, traffic, seed and limits (serde cannot flatten a section and still refuse
+/// unknown keys, so the fabric's four fields are listed here too).
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {

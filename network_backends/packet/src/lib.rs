@@ -23,6 +23,7 @@ pub mod params;
 mod prefetch;
 pub mod qdisc;
 pub mod receiver;
+mod registry;
 pub mod report;
 pub mod rng;
 pub mod sim;

@@ -6,7 +6,7 @@ mod dctcp;
 mod ideal;
 
 use crate::config::Params;
-use crate::error::{SimError, SimResult};
+use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::transport::{CcTimers, Feedback, FlowPath};
 use crate::units::{Dur, Rate, Time};
@@ -62,16 +62,9 @@ type Factory = fn(&CcInit, &Params) -> SimResult<Box<dyn CongestionControl>>;
 const REGISTRY: &[(&str, Factory)] = &[("ideal", ideal::build), ("dctcp", dctcp::build)];
 
 pub fn names() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(n, _)| *n).collect()
+    crate::registry::names(REGISTRY)
 }
 
 pub fn build(name: &str, init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionControl>> {
-    match REGISTRY.iter().find(|(n, _)| *n == name) {
-        Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme {
-            family: "cc",
-            name: name.to_string(),
-            known: names().join(", "),
-        }),
-    }
+    crate::registry::find("cc", REGISTRY, name)?(init, params)
 }

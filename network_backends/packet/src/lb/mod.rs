@@ -30,7 +30,7 @@ mod switch_ar;
 mod switch_rr;
 
 use crate::config::Params;
-use crate::error::{SimError, SimResult};
+use crate::error::SimResult;
 use crate::rng::mix64;
 use crate::topology::{GroupId, NodeId, PortId, Topology};
 use crate::transport::Feedback;
@@ -131,6 +131,24 @@ pub trait LoadBalancer: Send {
     }
 }
 
+/// Each node's hash salt (`SwitchView::salt`), so switches hash independently.
+pub fn switch_salts(seed: u64, n_nodes: usize) -> Vec<u64> {
+    (0..n_nodes as u64)
+        .map(|n| crate::rng::derive_seed(seed, "ecmp.salt", n))
+        .collect()
+}
+
+/// A scheme's counters for the report; `queue_pairs` is one per flow where it does not say.
+pub fn report_counters(lb: &dyn LoadBalancer, n_flows: usize) -> Vec<(String, u64)> {
+    let mut c: Vec<(String, u64)> = (lb.counters().into_iter())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    if !c.iter().any(|(k, _)| k == "queue_pairs") {
+        c.insert(0, ("queue_pairs".to_string(), n_flows as u64));
+    }
+    c
+}
+
 /// ECMP: hash of (5-tuple = flow id and direction, entropy), salted per switch.
 #[inline]
 pub fn ecmp_index(salt: u64, hdr: &Header, n: usize) -> usize {
@@ -220,16 +238,9 @@ const REGISTRY: &[(&str, Factory)] = &[
 ];
 
 pub fn names() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(n, _)| *n).collect()
+    crate::registry::names(REGISTRY)
 }
 
 pub fn build(name: &str, init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>> {
-    match REGISTRY.iter().find(|(n, _)| *n == name) {
-        Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme {
-            family: "lb",
-            name: name.to_string(),
-            known: names().join(", "),
-        }),
-    }
+    crate::registry::find("lb", REGISTRY, name)?(init, params)
 }

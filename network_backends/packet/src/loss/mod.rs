@@ -6,7 +6,7 @@ mod erasure;
 mod sack;
 
 use crate::config::Params;
-use crate::error::{SimError, SimResult};
+use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::transport::Feedback;
 use crate::units::{Dur, Time};
@@ -70,18 +70,11 @@ type Factory = fn(&LossInit, &Params) -> SimResult<Box<dyn LossRecovery>>;
 const REGISTRY: &[(&str, Factory)] = &[("erasure", erasure::build), ("sack", sack::build)];
 
 pub fn names() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(n, _)| *n).collect()
+    crate::registry::names(REGISTRY)
 }
 
 pub fn build(name: &str, init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
-    match REGISTRY.iter().find(|(n, _)| *n == name) {
-        Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme {
-            family: "loss",
-            name: name.to_string(),
-            known: names().join(", "),
-        }),
-    }
+    crate::registry::find("loss", REGISTRY, name)?(init, params)
 }
 
 #[cfg(test)]

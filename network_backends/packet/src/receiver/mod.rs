@@ -7,7 +7,7 @@
 mod ack;
 
 use crate::config::Params;
-use crate::error::{SimError, SimResult};
+use crate::error::SimResult;
 use crate::lb::FlowId;
 use crate::units::Time;
 
@@ -47,7 +47,7 @@ type Factory = fn(&ReceiverInit, &Params) -> SimResult<Box<dyn ReceiverPolicy>>;
 const REGISTRY: &[(&str, Factory)] = &[("ack", ack::build)];
 
 pub fn names() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(n, _)| *n).collect()
+    crate::registry::names(REGISTRY)
 }
 
 pub fn build(
@@ -55,12 +55,5 @@ pub fn build(
     init: &ReceiverInit,
     params: &Params,
 ) -> SimResult<Box<dyn ReceiverPolicy>> {
-    match REGISTRY.iter().find(|(n, _)| *n == name) {
-        Some((_, make)) => make(init, params),
-        None => Err(SimError::UnknownScheme {
-            family: "receiver",
-            name: name.to_string(),
-            known: names().join(", "),
-        }),
-    }
+    crate::registry::find("receiver", REGISTRY, name)?(init, params)
 }

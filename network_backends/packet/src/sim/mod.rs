@@ -21,7 +21,7 @@ use crate::prefetch::{prefetch, prefetch_addr};
 use crate::qdisc::{self, QdiscInit, QueueDiscipline};
 use crate::receiver::{self, Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::report::{FlowResult, LinkResult, Report, StageStats};
-use crate::rng::{derive_seed, mix64};
+use crate::rng::mix64;
 use crate::topology::{PortId, Topology};
 use crate::traffic::{self, FlowSpec};
 use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};

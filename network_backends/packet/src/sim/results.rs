@@ -3,19 +3,6 @@
 use super::*;
 
 impl Simulation {
-    pub(super) fn lb_counters(&self) -> Vec<(String, u64)> {
-        let mut c: Vec<(String, u64)> = self
-            .lb
-            .counters()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        if !c.iter().any(|(k, _)| k == "queue_pairs") {
-            c.insert(0, ("queue_pairs".to_string(), self.flows.len() as u64));
-        }
-        c
-    }
-
     pub(super) fn scheme_counters(&self) -> Vec<(String, u64)> {
         let families = [
             ("cc", self.cc.counters()),
@@ -140,7 +127,7 @@ impl Simulation {
             acks_dropped: self.acks_dropped,
             ecn_marks: self.port_counts.iter().map(|p| p.marks).sum(),
             packets_alive_at_end: live,
-            lb_counters: self.lb_counters(),
+            lb_counters: lb::report_counters(self.lb.as_ref(), self.flows.len()),
             scheme_counters: self.scheme_counters(),
             stages: stages.into_values().collect(),
             links,

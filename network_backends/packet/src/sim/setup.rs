@@ -258,9 +258,7 @@ impl Simulation {
             let gap = p.rate.serialization(fab.packet.gap_bytes as u64);
             !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
         });
-        let salts = (0..topo.n_nodes() as u64)
-            .map(|n| derive_seed(seed, "ecmp.salt", n))
-            .collect();
+        let salts = lb::switch_salts(seed, topo.n_nodes());
         Ok(Simulation {
             rto,
             qdisc_floor: qdisc.dequeue_floor(),
