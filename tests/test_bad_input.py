@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import LINK, T_ACK, T_DATA
+from conftest import LINK, T_ACK, T_DATA, needs_torch
 
 from tracefabric import ConfigError, FlowError, SchemeParamError, SimulationDidNotFinish, TrafficFileError, UnknownSchemeError
 from tracefabric.network_backends.packet import simulate
@@ -374,6 +374,7 @@ def test_the_packet_backend_of_run_names_a_bad_fabric_field(tmp_path, shared):
     assert proc.stderr.strip().splitlines() == ["error: invalid config field `topology.k`: a k-ary fat tree needs an even k >= 2, got 7"]
 
 
+@needs_torch
 def test_capture_refuses_an_option_its_workload_does_not_take_before_starting_ranks():
     from tracefabric.traces.capture import check_options
     from tracefabric.traces.workloads import get_workload

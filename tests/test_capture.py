@@ -17,8 +17,12 @@ from tracefabric.traces import validate as v
 from tracefabric.traces.capture import capture
 from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace, write_trace
 from tracefabric.traces.convert import ConversionError, convert, kineto_sync_dependencies
-from tracefabric.traces.workloads import get_workload
-from tracefabric.traces.workloads.tiny_llama import TinyLlamaConfig
+
+from conftest import need_torch_module
+
+need_torch_module()
+from tracefabric.traces.workloads import get_workload  # noqa: E402
+from tracefabric.traces.workloads.tiny_llama import TinyLlamaConfig  # noqa: E402
 
 FP32 = 4
 MOE = {"tokens": 16, "dim": 8, "delay_rank": 1, "delay_ms": 300.0}

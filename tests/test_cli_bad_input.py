@@ -8,6 +8,8 @@ import sys
 
 from tracefabric.traces.chakra_io import EtNode, write_trace
 
+from conftest import needs_torch
+
 FAST = ["--topology", "fat-tree:k=4", "--traffic", "permutation:size=4KiB"]
 
 
@@ -75,6 +77,7 @@ def test_compare_refuses_a_scheme_or_traffic_listed_twice(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@needs_torch
 def test_capture_refuses_repeats_a_script_with_a_workload_and_bad_option_values_before_ranks_start(tmp_path):
     out = str(tmp_path / "cap")
     line = _one_line(_cli("trace", "capture", "--workload", "moe", "--ranks", "4", "--option", "ep=1", "--option", "ep=2", "--out", out))

@@ -17,6 +17,8 @@ from tracefabric.traces.chakra_io import read_trace
 from tracefabric.traces.models import ZOO, ModelSpec, from_hf_config, get_model
 from tracefabric.traces.synthesis import Plan, synthesize, write
 
+from conftest import needs_torch
+
 
 @pytest.mark.parametrize("name,published", [
     ("llama3-8b", 8.03e9), ("llama3-70b", 70.55e9), ("llama3-405b", 405.85e9),
@@ -565,10 +567,7 @@ def test_rescaling_astra_sims_own_trace_without_group_names_keeps_world_collecti
     assert v.problems(*v.load(tmp_path / "r12")) == []
 
 
-def test_rescale_recognises_group_shapes_and_the_cli_refuses_malformed_workload_options(tmp_path):
-    from typer.testing import CliRunner
-
-    from tracefabric.cli import app
+def test_rescale_recognises_group_shapes():
     from tracefabric.traces.rescale import _shape
 
     assert _shape([0, 1, 2, 3, 4, 5], 6) == ("world", 6)
@@ -576,6 +575,14 @@ def test_rescale_recognises_group_shapes_and_the_cli_refuses_malformed_workload_
     assert _shape([1, 4], 6) == ("strided", 3)
     assert _shape([1, 2], 6) == ("other", 0)  # not aligned to a block of 2
     assert _shape([0, 2, 5], 6) == ("other", 0)
+
+
+@needs_torch
+def test_the_cli_refuses_malformed_workload_options(tmp_path):
+    from typer.testing import CliRunner
+
+    from tracefabric.cli import app
+
     res = CliRunner().invoke(app, ["trace", "capture", "--workload", "moe", "--option", "ep3", "--out", str(tmp_path)])
     assert isinstance(res.exception, ConfigError) and "--option must be KEY=VALUE (got 'ep3')" in str(res.exception)
 

@@ -9,6 +9,7 @@ configuration data and scheme presets."""
 from .errors import (
     ConfigError,
     FlowError,
+    MissingDependencyError,
     SchemeParamError,
     SimulationDidNotFinish,
     TracefabricError,
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigError",
     "FlowError",
+    "MissingDependencyError",
     "SchemeParamError",
     "SimulationDidNotFinish",
     "TracefabricError",

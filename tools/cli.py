@@ -301,7 +301,9 @@ def trace_capture(
     collective_timeout: Annotated[float, typer.Option(help="Seconds a rank waits in one collective or send/recv for the other ranks before the capture fails (the ranks' steps do not match).")] = 300.0,
 ) -> None:
     """Profile training steps on every rank (ExecutionTraceObserver + Kineto) and convert them to Chakra ETs."""
-    from .traces.capture import capture
+    from .traces.capture import capture, require_torch
+
+    require_torch()
     from .traces.workloads import get_workload
 
     if script and workload:  # one would be ignored without a word

@@ -62,6 +62,15 @@ class TrafficFileError(ConfigError):
         self.path, self.line = path, line
 
 
+class MissingDependencyError(TracefabricError, ImportError):
+    """An optional part of tracefabric is used without the packages it needs (trace capture
+    without PyTorch). The message is one line saying what to install."""
+
+    def __init__(self, message: str, package: str, extra: str) -> None:
+        super().__init__(message)
+        self.package, self.extra = package, extra
+
+
 class SimulationDidNotFinish(TracefabricError, RuntimeError):
     """The run stopped before every flow completed (limits reached, stuck flows, cancelled)."""
 

@@ -26,10 +26,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingDependencyError
 from .synthesis import MEMORY_SHARE, available_memory
 
 BACKENDS = ("gloo", "nccl")
+# One line, as every CLI error: what is missing and the command that adds it.
+TORCH_HINT = 'trace capture needs PyTorch, which `pip install tracefabric` leaves out: pip install "tracefabric[capture]"'
+
+
+def require_torch() -> None:
+    """Raise MissingDependencyError (one line naming the extra to install) unless PyTorch imports.
+    Every capture entry point calls it before touching torch."""
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name != "torch" and not (e.name or "").startswith("torch."):
+            raise  # torch is there but one of its own imports is not: its message says which
+        raise MissingDependencyError(TORCH_HINT, "torch", "capture") from None
 
 
 class CaptureError(ConfigError):
@@ -95,6 +108,7 @@ class TraceCapture:
         self._prof = None
 
     def __enter__(self) -> TraceCapture:
+        require_torch()
         import torch.distributed as dist
         from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
 
@@ -355,6 +369,7 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
     one collective or send/recv fails the capture (the ranks' steps do not match).
     Returns the absolute output directory.
     """
+    require_torch()
     import torch
     import torch.multiprocessing as mp
 

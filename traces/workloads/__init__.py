@@ -7,7 +7,11 @@ from dataclasses import asdict
 from typing import Callable
 
 from ...errors import ConfigError, UnknownSchemeError
-from . import moe, tiny_llama
+from ..capture import require_torch
+
+require_torch()  # the workloads are PyTorch modules: without it, one line saying what to install
+
+from . import moe, tiny_llama  # noqa: E402
 
 # Option values are checked before any rank starts (`capture` calls `check_values`): in a rank
 # a bad one fails as a torch error after seconds of spawning, behind a log line per rank.
