@@ -26,8 +26,13 @@ def load_scheme_preset(name: str) -> dict[str, Any]:
     known = scheme_presets()
     if name not in known:
         raise UnknownSchemeError(f"unknown scheme preset `{name}`; expected one of: {', '.join(known)}", "preset", name, known)
-    path = Path(str(resources.files(__package__) / "schemes" / f"{name}.json"))
-    # The project's loader: names the file and refuses a key given twice (json kept the last).
+    return read_scheme_preset(Path(str(resources.files(__package__) / "schemes" / f"{name}.json")))
+
+
+def read_scheme_preset(path: str | Path) -> dict[str, Any]:
+    """A preset file, checked: an object of the allowed keys, `*_params` and `switch` objects,
+    the rest strings (scheme names are checked against the registries when a config is built)."""
+    path = Path(path)
     data = load_json(path, "scheme", "scheme preset")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected an object of preset settings, got a {type(data).__name__}", "scheme")

@@ -225,6 +225,9 @@ PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed")
 def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | PacketFabric:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping with keys {', '.join(NETWORK_KEYS)}", "network")
+    for key in raw:
+        if not isinstance(key, str):  # YAML keys may be numbers, null, ...
+            raise ConfigError(f"{path}: key {key!r}: expected a string naming a network key", "network")
     if isinstance(raw.get("topology"), dict):
         for key in raw:
             if key not in PACKET_NETWORK_KEYS:

@@ -23,7 +23,7 @@ from ..astra_configs.formats import AstraNetwork, RemoteMemory, SystemConfig, wr
 from ..collectives.workload import Workload, check
 from ..errors import ConfigError, TracefabricError
 from ..specs import missing_ranks, shown
-from ..traces.chakra_io import COMM_TYPES, _framed, comm_kind, int_value, read_pb_trace
+from ..traces.chakra_io import COMM_TYPES, framed, comm_kind, int_value, read_pb_trace
 from ..traces.validate import ValidationError, deadlock_problems
 from chakra.schema.protobuf import et_def_pb2 as pb
 
@@ -136,7 +136,7 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
         meta, nodes = read_pb_trace(t.path)
         if not meta.version:
             meta.version = "0.0.4"
-        ets[f"{prefix}.{t.rank}.et"] = _framed(meta) + b"".join(_framed(_astra_node(m, group_ids, t.path)) for m in nodes)
+        ets[f"{prefix}.{t.rank}.et"] = framed(meta) + b"".join(framed(_astra_node(m, group_ids, t.path)) for m in nodes)
     (out / "workload").mkdir(parents=True, exist_ok=True)
     for name, data in ets.items():
         (out / "workload" / name).write_bytes(data)

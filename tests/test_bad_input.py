@@ -371,7 +371,8 @@ def test_the_packet_backend_of_run_names_a_bad_fabric_field(tmp_path, shared):
     proc = _cli("run", "--workload", str(fx / "workloads/8npus_1MB/all_reduce"), "--system", str(fx / "configs/sys_ring_4chunks.json"),
                 "--network", str(fabric), "--backend", "packet")
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["error: invalid config field `topology.k`: a k-ary fat tree needs an even k >= 2, got 7"]
+    assert proc.stderr.strip().splitlines() == [f"error: {fabric}: invalid config field `topology.k`: a k-ary fat tree "
+                                                "needs an even k >= 2, got 7"]
 
 
 @needs_torch

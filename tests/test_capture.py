@@ -15,7 +15,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 from tracefabric.errors import ConfigError
 from tracefabric.traces import validate as v
 from tracefabric.traces.capture import capture
-from tracefabric.traces.chakra_io import _framed, comm_type_name, read_pb_trace, read_trace, write_trace
+from tracefabric.traces.chakra_io import framed, comm_type_name, read_pb_trace, read_trace, write_trace
 from tracefabric.traces.convert import ConversionError, convert, kineto_sync_dependencies
 
 from conftest import need_torch_module
@@ -169,9 +169,9 @@ def _rewrite(src: Path, dst: Path, rank: int, edit) -> Path:
     meta, nodes = read_pb_trace(dst / f"trace.{rank}.et")
     nodes = edit(meta, nodes) or nodes
     with open(dst / f"trace.{rank}.et", "wb") as f:
-        f.write(_framed(meta))
+        f.write(framed(meta))
         for n in nodes:
-            f.write(_framed(n))
+            f.write(framed(n))
     return dst
 
 
@@ -251,9 +251,9 @@ def test_validate_reports_unmatched_send(tmp_path):
     shutil.copytree(tmp_path / "pp", bad)
     meta, nodes = read_pb_trace(bad / f"{prefix}.{rank}.et")
     with open(bad / f"{prefix}.{rank}.et", "wb") as f:
-        f.write(_framed(meta))
+        f.write(framed(meta))
         for n in drop_recv(meta, nodes):
-            f.write(_framed(n))
+            f.write(framed(n))
     assert "1 send(s), 0 receive(s): a simulator would deadlock" in _problems(bad)
 
 

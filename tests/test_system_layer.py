@@ -855,12 +855,12 @@ def test_all_to_all_v_receive_splits_must_match_what_peers_send(tmp_path):
 
 def test_a_node_type_chakra_does_not_define_is_named(tmp_path):
     from chakra.schema.protobuf import et_def_pb2 as pb
-    from tracefabric.traces.chakra_io import _framed, read_pb_trace
+    from tracefabric.traces.chakra_io import framed, read_pb_trace
 
     wl = _write_ranks(tmp_path, [[_comp(0, 1)]] * 4)
     meta, nodes = read_pb_trace(tmp_path / "t.0.et")
     nodes[0].type = 99
-    (tmp_path / "t.0.et").write_bytes(_framed(meta) + _framed(nodes[0]))
+    (tmp_path / "t.0.et").write_bytes(framed(meta) + framed(nodes[0]))
     with pytest.raises(ConfigError, match=r"t\.0\.et: node 0: type 99 is not a Chakra NodeType") as e:
         simulate(wl, BARE_SYSTEM, NET4)
     assert e.value.field == "type"

@@ -17,9 +17,14 @@ class TracefabricError(Exception):
 class ConfigError(TracefabricError, ValueError):
     """A configuration value is missing, out of range or inconsistent."""
 
-    def __init__(self, message: str, field: str = "") -> None:
+    def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
-        self.field = field
+        # A user's key, column or token that is the empty string is still named: as ''.
+        self.field = "''" if field == "" else "" if field is None else str(field)
+
+    def in_file(self, path: object) -> ConfigError:
+        """This error as one about the file `path` (its message then starts with the path)."""
+        return ConfigError(f"{path}: {self}", self.field)
 
 
 class UnknownSchemeError(ConfigError):
@@ -49,7 +54,7 @@ class FlowError(ConfigError):
 class TrafficFileError(ConfigError):
     """A traffic file (CSV, JSON or htsim connection matrix) that cannot be read."""
 
-    def __init__(self, message: str, path: str, line: int | None, field: str) -> None:
+    def __init__(self, message: str, path: str, line: int | None, field: str | None) -> None:
         # `line` is a line of a CSV or .cm file, but the 1-based position of a flow in a JSON
         # list (the parser keeps no lines), and is named as such.
         if line is None:
@@ -91,7 +96,7 @@ def from_engine(err: Exception) -> TracefabricError:
         return FlowError(message, int(f["index"]), f["field"])
     if variant == "DidNotFinish":
         return SimulationDidNotFinish(message, int(f["unfinished"]), int(f["total"]))
-    return ConfigError(message, field=f.get("field", ""))
+    return ConfigError(message, field=f.get("field"))
 
 
 class SimulationError(TracefabricError, RuntimeError):

@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 
 from . import _core
-from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
-                                    read_memory, read_network, read_system)
+from .astra_configs.formats import (PACKET_NETWORK_KEYS, AstraNetwork, PacketFabric, RemoteMemory, SystemConfig,
+                                    check_network, check_system, read_memory, read_network, read_system)
 from .collectives.workload import Workload, engine_input, read_workload
 from .errors import ConfigError, SimulationError, from_engine, from_system
 from .specs import plain
@@ -108,10 +108,15 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
     from .network_backends.packet import build_config, fabric_hosts
-    cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
-                       link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
-                       limits=net.config.get("limits"), **scheme)
-    hosts = fabric_hosts(cfg)
+    try:
+        cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
+                           link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
+                           limits=net.config.get("limits"), **scheme)
+        hosts = fabric_hosts(cfg)
+    except ConfigError as e:
+        if e.field.split(".")[0] not in PACKET_NETWORK_KEYS:  # a scheme option given beside the file
+            raise
+        raise e.in_file(net.path) from None
     if ranks > hosts:
         raise ConfigError(f"{net.path}: the fabric has {hosts} hosts but the workload has {ranks} ranks", "topology")
     return {"kind": backend, "config": cfg}, [ranks]

@@ -9,7 +9,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, Iterator
 
 from chakra.schema.protobuf import et_def_pb2 as pb
 from google.protobuf.internal.decoder import _DecodeVarint32  # noqa: PLC2701 (the varint framing Chakra uses)
@@ -117,7 +117,7 @@ def encode_node(n: EtNode) -> bytes:
         # ("Value out of range: -1"); find them only then, off the fast path.
         field, why = _node_problem(n) or ("node", f"cannot be encoded ({e})")
         raise ConfigError(f"node {n.id} ({n.name!r}): {why}", field) from None
-    return _framed(msg)
+    return framed(msg)
 
 
 U64_TEXT, I64_TEXT = "an integer in 0..2^64-1", "an integer in -2^63..2^63-1"
@@ -171,7 +171,8 @@ def _attr_problem(key: Any, value: Any) -> str | None:
             "or a list of bools or of such integers")
 
 
-def _framed(msg: Any) -> bytes:
+def framed(msg: Any) -> bytes:
+    """A protobuf message with its varint length prefix, as Chakra's files frame them."""
     body = msg.SerializeToString()
     return _VarintBytes(len(body)) + body
 
@@ -185,8 +186,8 @@ def encode_trace(nodes: list[EtNode], metadata: dict[str, Any] | None = None, ca
             raise ConfigError(f"GlobalMetadata: {why}", str(k))
         meta.attr.append(_attr(k, v))
     if cache is None:
-        return _framed(meta) + b"".join(encode_node(n) for n in nodes)
-    parts = [_framed(meta)]
+        return framed(meta) + b"".join(encode_node(n) for n in nodes)
+    parts = [framed(meta)]
     for n in nodes:
         b = cache.get(id(n))
         if b is None:
@@ -199,7 +200,7 @@ def write_trace(path: str | Path, nodes: list[EtNode], metadata: dict[str, Any] 
     try:
         data = encode_trace(nodes, metadata)
     except ConfigError as e:  # nothing written: a bad node is named with the file it was meant for
-        raise ConfigError(f"{path}: {e}", e.field) from None
+        raise e.in_file(path) from None
     Path(path).write_bytes(data)
 
 
@@ -211,8 +212,8 @@ def _attr_value(a: pb.AttributeProto) -> Any:
     return list(v.values) if kind.endswith("_list") else v
 
 
-def _messages(f: BinaryIO, path: Path) -> Iterator[bytes]:
-    data = f.read()
+def messages(data: bytes, path: Path) -> Iterator[bytes]:
+    """The messages of an ET file's bytes, each without its length prefix (errors name `path`)."""
     pos = 0
     while pos < len(data):
         try:
@@ -231,7 +232,7 @@ def read_pb_trace(path: str | Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
     if not path.is_file():
         raise ConfigError(f"{path}: {not_a_file(path, 'ET')}", "et")
     with path.open("rb") as f:
-        msgs = _messages(f, path)
+        msgs = messages(f.read(), path)
         meta = pb.GlobalMetadata()
         try:
             meta.ParseFromString(next(msgs))

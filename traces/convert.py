@@ -49,7 +49,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 from ..errors import ConfigError, load_json
 from ..specs import shown
 from .capture import GROUP_MARK
-from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace, remove_ranks_past
+from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, framed, read_pb_trace, remove_ranks_past
 
 PREFIX = "trace"
 
@@ -571,9 +571,9 @@ def convert(capture_dir: str | Path, out: str | Path | None = None) -> Path:
         fixed = rewrite(nodes, per_rank[r], groups, linked[r])
         gmeta.version = SCHEMA_VERSION
         with open(out / "et" / f"{PREFIX}.{r}.et", "wb") as f:
-            f.write(_framed(gmeta))
+            f.write(framed(gmeta))
             for n in fixed:
-                f.write(_framed(n))
+                f.write(framed(n))
         report["ranks"][r] = {"nodes": len(fixed), "collectives": len(per_rank[r]),
                               "removed_exec_nodes": len(nodes) - len(fixed)}
     remove_ranks_past(out / "et", PREFIX, world)  # an earlier, larger conversion's ranks

@@ -284,7 +284,7 @@ def from_hf_config(path: str | Path) -> ModelSpec:
     except ConfigError as e:  # ModelSpec's own checks name the model, not the file
         if str(e).startswith(str(path)):
             raise
-        raise ConfigError(f"{path}: {e}", e.field) from None
+        raise e.in_file(path) from None
 
 
 def _spec_from_hf(c: dict[str, Any], name: str, need: Any, opt: Any, flag: Any) -> ModelSpec:

@@ -34,7 +34,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError
 from . import validate as v
-from .chakra_io import COMM_TYPES, _attr_value, _framed, read_pb_trace, remove_ranks_past
+from .chakra_io import COMM_TYPES, _attr_value, framed, read_pb_trace, remove_ranks_past
 from .convert import tensor_records
 from .synthesis import PLAN_MAX
 
@@ -136,12 +136,12 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
     templates: dict[int, list[bytes | pb.Node]] = {}  # per captured rank: framed bytes, or a collective to adapt
     for t in traces:
         meta, nodes = read_pb_trace(t.path)
-        parts: list[bytes | pb.Node] = [_framed(meta)]
+        parts: list[bytes | pb.Node] = [framed(meta)]
         for node in nodes:
             keep = [a for a in node.attr if a.name not in DROPPED_ATTRS]
             del node.attr[:]
             node.attr.extend(keep)
-            parts.append(node if node.type == pb.NodeType.Value("COMM_COLL_NODE") else _framed(node))
+            parts.append(node if node.type == pb.NodeType.Value("COMM_COLL_NODE") else framed(node))
         templates[t.rank] = parts
     for r in range(ranks):
         body = []
@@ -163,7 +163,7 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
                 attrs["comm_size"].int64_val = -(-old // unit) * unit
                 if r == 0 and old != attrs["comm_size"].int64_val:
                     changed.append({"node": node.id, "from": old, "to": attrs["comm_size"].int64_val})
-            body.append(_framed(node))
+            body.append(framed(node))
         (out / f"trace.{r}.et").write_bytes(b"".join(body))
     remove_ranks_past(out, "trace", ranks)
     (out / "comm_groups.json").write_text(json.dumps(new_groups, indent=1))

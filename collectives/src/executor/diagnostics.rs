@@ -1,44 +1,57 @@
 //! Errors that name what went wrong in the inputs: a flow the network refuses, a time
 //! past the picosecond clock, and ranks that deadlock.
 
+use super::flow_layout::FlowLayout;
 use super::{Executor, Prepared, Timer};
 use crate::error::SystemError;
-use crate::workload::{group_label, NodeKind, NONE};
+use crate::workload::{group_label, Matched, NodeKind, WorkloadInput, NONE};
 use tracefabric_netapi::{FlowRequest, Ps};
+
+/// Names the ET file and node that issue `flow`, which the network backend refuses for `why`.
+fn refused_flow(
+    w: &WorkloadInput,
+    m: &Matched,
+    ids: &FlowLayout,
+    flow: &FlowRequest,
+    why: &str,
+) -> SystemError {
+    let (rank, node, what) = if flow.id >= ids.p2p_base {
+        let p = &m.p2p[(flow.id - ids.p2p_base) as usize];
+        (p.src, p.send_node, "send".to_string())
+    } else {
+        let k = ids.inst_base.partition_point(|&b| b <= flow.id) - 1;
+        let inst = &m.instances[k];
+        let members = &w.groups[inst.group as usize];
+        let pos = members.iter().position(|&r| r == flow.src).unwrap_or(0);
+        let what = format!("{} on group {}", inst.kind.name(), group_label(w, inst.group));
+        (members[pos], inst.nodes[pos], what)
+    };
+    let r = &w.ranks[rank as usize];
+    SystemError::Workload {
+        file: r.file.clone(),
+        node: r.nodes[node as usize].id,
+        message: format!(
+            "{what}: its transfer of {} bytes from rank {} to rank {} is refused by the \
+             network backend: {why}",
+            flow.bytes, flow.src, flow.dst
+        ),
+    }
+}
 
 impl Prepared<'_> {
     /// Names the ET node that issues `flow` (one of the list `new` returned), for a
     /// backend that refuses it before the run: `why` is the backend's reason.
     pub fn flow_error(&self, flow: &FlowRequest, why: &str) -> SystemError {
-        let (rank, node, what) = if flow.id >= self.ids.p2p_base {
-            let p = &self.m.p2p[(flow.id - self.ids.p2p_base) as usize];
-            (p.src, p.send_node, "send".to_string())
-        } else {
-            let k = self.ids.inst_base.partition_point(|&b| b <= flow.id) - 1;
-            let inst = &self.m.instances[k];
-            let members = &self.w.groups[inst.group as usize];
-            let pos = members.iter().position(|&r| r == flow.src).unwrap_or(0);
-            let what = format!(
-                "{} on group {}",
-                inst.kind.name(),
-                group_label(self.w, inst.group)
-            );
-            (members[pos], inst.nodes[pos], what)
-        };
-        let r = &self.w.ranks[rank as usize];
-        SystemError::Workload {
-            file: r.file.clone(),
-            node: r.nodes[node as usize].id,
-            message: format!(
-                "{what}: its transfer of {} bytes from rank {} to rank {} is refused by the \
-                 network backend: {why}",
-                flow.bytes, flow.src, flow.dst
-            ),
-        }
+        refused_flow(self.w, &self.m, &self.ids, flow, why)
     }
 }
 
 impl Executor<'_> {
+    /// Names the ET node that issues `flow`, refused by the backend when it starts.
+    pub(super) fn flow_error(&self, flow: &FlowRequest, why: &str) -> SystemError {
+        refused_flow(self.w, &self.m, &self.ids, flow, why)
+    }
+
     /// "all_reduce on group `world`": the collective a stream belongs to.
     pub(super) fn stream_label(&self, s: u32) -> String {
         let st = self.streams[s as usize].as_ref().expect("live stream");

@@ -2,7 +2,7 @@
 //! units that run compute nodes, and point-to-point send/receive pairs.
 
 use super::{Executor, Timer};
-use crate::error::{SystemError, SystemResult};
+use crate::error::SystemResult;
 use crate::workload::{NodeInput, NodeKind, RankInput};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -119,18 +119,15 @@ impl Executor<'_> {
                 let k = self.m.link[r as usize][i as usize];
                 let p = self.m.p2p[k as usize];
                 self.flows += 1;
-                let id = self.ids.p2p_base + k as u64;
+                let req = FlowRequest {
+                    id: self.ids.p2p_base + k as u64,
+                    src: p.src,
+                    dst: p.dst,
+                    bytes: p.bytes,
+                };
                 self.net
-                    .start_flow(
-                        FlowRequest {
-                            id,
-                            src: p.src,
-                            dst: p.dst,
-                            bytes: p.bytes,
-                        },
-                        at,
-                    )
-                    .map_err(SystemError::Network)?;
+                    .start_flow(req, at)
+                    .map_err(|why| self.flow_error(&req, &why))?;
             }
             NodeKind::Recv => {
                 let k = self.m.link[r as usize][i as usize] as usize;

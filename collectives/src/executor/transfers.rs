@@ -3,7 +3,7 @@
 //! phase timing described in the executor's module doc).
 
 use super::{Executor, Timer};
-use crate::error::{SystemError, SystemResult};
+use crate::error::SystemResult;
 use tracefabric_netapi::{FlowRequest, Ps, CLOCK_LIMIT_PS};
 
 impl Executor<'_> {
@@ -52,7 +52,7 @@ impl Executor<'_> {
             bytes: tr.bytes,
         };
         self.flows += 1;
-        self.net.start_flow(req, at).map_err(SystemError::Network)
+        self.net.start_flow(req, at).map_err(|why| self.flow_error(&req, &why))
     }
 
     pub(super) fn on_flow_done(&mut self, t: Ps, id: u64) -> SystemResult<()> {
