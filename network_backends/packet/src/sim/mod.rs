@@ -40,7 +40,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
-use packet::{Packet, ACK, GAP_LATE, LOST};
+use packet::{Packet, ACK, GAP_LATE, LOST, TRIMMED};
 
 /// Fields are grouped by the events that touch them together, hot first, so an event
 /// touches one or two cache lines of its port: a link arrival only the first, a

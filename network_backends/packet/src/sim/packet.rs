@@ -34,7 +34,7 @@ pub(super) const GAP_LATE: u32 = u32::MAX;
 pub(super) const ACK: u8 = 1;
 /// The other flag bits are `transport::flags` (ECN, NACK, TRIMMED, CNP), and LOST.
 const ECN: u8 = crate::transport::flags::ECN;
-const TRIMMED: u8 = crate::transport::flags::TRIMMED;
+pub(super) const TRIMMED: u8 = crate::transport::flags::TRIMMED;
 /// The engine's own: a frame its link loses (never seen by a scheme).
 pub(super) const LOST: u8 = 1 << 5;
 const _: () = assert!(
@@ -123,10 +123,6 @@ impl Packet {
         self.sent_wire = self.sent_wire & ((1 << 48) - 1) | (header as u64) << 48;
         self.dst_flags_gap |= (TRIMMED as u64) << 24;
         self
-    }
-    #[inline]
-    pub(super) fn is_trimmed(&self) -> bool {
-        self.flags() & TRIMMED != 0
     }
     /// The link it is on loses it (decided when it was sent).
     pub(super) fn mark_lost(&mut self) {

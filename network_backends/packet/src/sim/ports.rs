@@ -110,7 +110,7 @@ impl Simulation {
         let node = self.ports[port].peer;
         if pkt.is_lost() {
             self.pkts_lost += !pkt.is_ack() as u64;
-            self.drop_packet(port, &pkt);
+            self.drop_packet(port, pkt);
         } else if node < self.topo.n_hosts {
             self.host_receive(node, pkt);
         } else {
@@ -180,22 +180,25 @@ impl Simulation {
         self.enqueue(out as usize, p);
     }
 
-    pub(super) fn enqueue(&mut self, port: usize, mut p: Packet) {
+    pub(super) fn enqueue(&mut self, port: usize, p: Packet) {
         self.catch_up(port, self.now);
-        let mut wire = p.wire() as u64;
-        if self.ports[port].queued + wire > self.admits(&p) {
-            match self.overflow(port, p) {
-                Some(trimmed) => (p, wire) = (trimmed, trimmed.wire() as u64),
-                None => return self.drop_packet(port, &p),
-            }
+        let wire = p.wire() as u64;
+        if self.ports[port].queued + wire > self.admits(p.flags()) {
+            return self.overflow(port, p);
         }
+        self.enqueue_fitting(port, p, wire);
+    }
+
+    /// Queues (or sends straight on) a frame of `wire` bytes that fits in the port.
+    #[inline(always)]
+    fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
         // (A switch port's queues are empty exactly when it has no bytes queued.)
         if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
             // Straight through an idle port: no queue, no mark.
             self.transmit(port, p, self.now);
             return;
         }
-        if p.is_ack() || p.is_trimmed() {
+        if p.flags() & (ACK | TRIMMED) != 0 {
             self.ports[port].q_hi.push_back(p);
         } else {
             self.ports[port].q_lo.push_back(p);
@@ -211,46 +214,42 @@ impl Simulation {
         mix64(mix64(self.loss_seed ^ port as u64) ^ self.ports[port].tx_bytes) < self.loss_threshold
     }
 
-    /// Most bytes a port may hold once `p` joins: its buffer for data; twice that for the
-    /// control priority (ACKs, trimmed headers), as UET caps its high-priority queue, so
-    /// that replies and NACKs get through a port that data fills.
-    #[inline]
-    fn admits(&self, p: &Packet) -> u64 {
-        let buffer = self.fabric.switch.buffer_bytes;
-        if p.is_ack() || p.is_trimmed() {
-            2 * buffer
-        } else {
-            buffer
-        }
+    /// Most bytes a port may hold once a frame with these flags joins: its buffer for data;
+    /// twice that for the control priority (ACKs, trimmed headers), as UET caps its
+    /// high-priority queue, so that replies and NACKs get through a port that data fills.
+    #[inline(always)]
+    fn admits(&self, flags: u8) -> u64 {
+        let control = flags & (ACK | TRIMMED) != 0;
+        self.fabric.switch.buffer_bytes << control as u32
     }
 
-    /// A frame that does not fit in `port`'s buffer: the trimmed header that goes on (the
-    /// discipline trims data frames whose header still fits), or None to drop it.
+    /// A frame that does not fit in `port`'s buffer: a data frame whose header still fits
+    /// goes on trimmed if the discipline trims; anything else is dropped.
     #[cold]
-    fn overflow(&mut self, port: usize, p: Packet) -> Option<Packet> {
-        let header = self.fabric.packet.header_bytes;
-        let control = 2 * self.fabric.switch.buffer_bytes;
-        let fits = self.ports[port].queued + header as u64 <= control;
-        if p.is_ack() || p.is_trimmed() || header == 0 || !fits {
-            return None;
-        }
-        if self.qdisc.on_overflow(port as PortId) != Overflow::Trim {
-            return None;
+    #[inline(never)]
+    fn overflow(&mut self, port: usize, p: Packet) {
+        let header = self.fabric.packet.header_bytes as u64;
+        let fits = self.ports[port].queued + header <= self.admits(ACK);
+        let data = p.flags() & (ACK | TRIMMED) == 0;
+        if !(data && header > 0 && fits) || self.qdisc.on_overflow(port as PortId) != Overflow::Trim
+        {
+            return self.drop_packet(port, p);
         }
         self.port_counts[port].trims += 1;
         self.pkts_trimmed += 1;
         self.bytes_trimmed += self.payload(&p);
-        Some(p.trimmed(header as u16))
+        self.enqueue_fitting(port, p.trimmed(header as u16), header);
     }
 
     #[cold]
-    pub(super) fn drop_packet(&mut self, port: usize, p: &Packet) {
+    #[inline(never)]
+    pub(super) fn drop_packet(&mut self, port: usize, p: Packet) {
         self.port_counts[port].drops += 1;
         if p.is_ack() {
             self.acks_dropped += 1;
         } else {
             self.pkts_dropped += 1;
-            self.bytes_dropped += self.payload(p);
+            self.bytes_dropped += self.payload(&p);
         }
         self.live_packets -= 1;
     }
