@@ -437,7 +437,7 @@ def read_memory(path: str | Path | None) -> RemoteMemory:
         raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: expected one of {', '.join(MEMORY_TYPES)}", "memory-type")
     if kind in SHARED_MEMORY_TYPES:
         # ASTRA-sim queues these requests one at a time per node (or across the pool); tracefabric
-        # does not, and running them as PER_NPU gave a silently shorter time.
+        # does not model that queue, so running them as PER_NPU would be silently shorter.
         raise ConfigError(f"{path}: key 'memory-type' = {kind!r}: {SHARED_MEMORY_TYPES[kind]} is not modelled; "
                           "expected PER_NPU_MEMORY_EXPANSION (no queueing) or NO_MEMORY_EXPANSION", "memory-type")
     for key in ("num-nodes", "num-npus-per-node"):

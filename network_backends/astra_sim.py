@@ -129,8 +129,8 @@ def export(workload: Workload, system: SystemConfig, network: AstraNetwork, memo
             continue
         group_ids[name] = str(len(astra_groups) + 1)
         astra_groups[group_ids[name]] = workload.groups[name]
-    # Every ET converted (and so checked) before the first file is written: a value the feeder's
-    # types cannot hold used to stop the export half-way, leaving a folder ASTRA-sim would run.
+    # Every ET converted (and so checked) before the first file is written: a refused value
+    # leaves no half-written folder that ASTRA-sim would run.
     ets = {}
     for t in workload.traces:
         meta, nodes = read_pb_trace(t.path)
@@ -199,7 +199,7 @@ def parse_output(text: str, source: str = "ASTRA-sim output") -> pd.DataFrame:
         else:
             continue
         for col in values:
-            # A rank reported twice (two runs' output in one file, sys[0] and sys[00]) kept the last.
+            # One report per rank and column: two runs' output in one file (or sys[0] and sys[00]) is refused.
             if (rank, col) in given:
                 raise AstraSimError(f"{source}: line {line_no}: sys[{m.group(1)}] reports {what} again (first on line "
                                     f"{given[rank, col]}); expected one report per rank")

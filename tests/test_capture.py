@@ -604,7 +604,7 @@ if __name__ == "__main__":
 
 
 def test_a_capture_from_the_users_own_launcher_converts(tmp_path):
-    """The README's context manager in a launcher of the user's own: the folder it leaves
+    """The documented context manager (docs/capture.md) in a launcher of the user's own: the folder it leaves
     converts like a `trace capture` folder; the one recorded all-reduce is 1,000 fp32 = 4,000 B."""
     from tracefabric.traces.capture import _free_port
 

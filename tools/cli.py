@@ -29,9 +29,8 @@ from .errors import ConfigError, TracefabricError, not_a_file
 
 
 class _OneValueCommand(TyperCommand):
-    """Refuses an option given twice: click keeps the last value without a word, so
-    `--scheme reps ... --scheme ecmp` ran ecmp. Repeatable options (--param, --traffic of
-    compare, --option) are exempt."""
+    """Refuses an option given twice (click would keep the last value without a word).
+    Repeatable options (--param, --traffic of compare, --option) are exempt."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         if not ctx.resilient_parsing:

@@ -168,9 +168,8 @@ def loads_json(text: str) -> Any:
 
 
 def not_a_file(path: str | Path, what: str = "") -> str:
-    """Why `path` cannot be read as a file (the caller names the path). A folder is said to be
-    one: "file not found" sent users looking for a typo in a path that exists; so is a device,
-    FIFO or socket (/dev/null was "not found")."""
+    """Why `path` cannot be read as a file (the caller names the path): a folder, a device,
+    FIFO or socket is named as what it is; "not found" means nothing is there."""
     what = f"{what} file" if what else "file"
     if Path(path).is_dir():
         return f"is a folder; expected a {what}"

@@ -23,8 +23,7 @@ def shown(value: Any) -> str:
 
 def missing_ranks(ranks: Any, shown_at_most: int = 10) -> str:
     """The numbers below max(ranks) that `ranks` lacks, for a message ('' when none): the first
-    few and a count of the rest, without listing them (one rank numbered 10^11 made a set of
-    10^11 and hung)."""
+    few and a count of the rest, in time and memory linear in len(ranks), whatever the numbers."""
     first: list[int] = []
     total = expected = 0
     for r in sorted(ranks):
@@ -63,8 +62,8 @@ def parse_size(text: str | int, field: str = "size") -> int:
         if not m or unit not in _UNITS:
             raise ConfigError(f"`{field}`: cannot read {text!r} as a size (expected e.g. 4096, 128KiB, 1MiB, 800KB; units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", field)
         number = m.group(1)
-        # Exact decimal arithmetic: a float refused 16.1KB (16,100 B) and rounded 1.0000000000000001KB
-        # to 1000 B and sizes past 2^53 to a neighbour.
+        # Exact decimal arithmetic: 16.1KB is 16,100 B, 1.0000000000000001KB is not whole bytes,
+        # and sizes past 2^53 keep every digit.
         exact = Fraction(number) * _UNITS[unit]
         if exact.denominator != 1:
             raise ConfigError(f"`{field}`: {text!r} is not a whole number of bytes", field)
@@ -188,7 +187,7 @@ def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:
         return {"kind": "incast", "dst": _int(p, "dst", "traffic", 0), "senders": _int(p, "senders", "traffic"),
                 "bytes": _size(p, "traffic")}
     if kind == "file":
-        if not p["path"].strip():  # Path("") is the current folder: "is a folder" misled
+        if not p["path"].strip():  # Path("") would be the current folder
             raise ConfigError("`traffic`: `file:` has an empty path (expected file:PATH of a .csv, .json or .cm file)",
                               "traffic.path")
         from .network_backends.packet.traffic_files import read_traffic_file

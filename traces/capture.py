@@ -379,7 +379,7 @@ def capture(build: Callable | str, out: str | Path, world: int, backend: str = "
         raise ConfigError(f"capture: world must be in 1..{MAX_LOCAL_RANKS} local ranks (got {world})", "world")
     if warmup < 0 or steps < 1:  # before spawning ranks, not in each of them
         raise ConfigError(f"capture: need warmup >= 0 and steps >= 1 (got warmup={warmup}, steps={steps})", "steps")
-    if warmup > MAX_STEPS or steps > MAX_STEPS:  # each rank lists its steps: 10^14 was a MemoryError in every rank
+    if warmup > MAX_STEPS or steps > MAX_STEPS:  # each rank lists its steps: bounded memory
         raise ConfigError(f"capture: warmup and steps must be at most {MAX_STEPS:,} (got warmup={warmup}, steps={steps})", "steps")
     t = collective_timeout
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= MAX_COLLECTIVE_TIMEOUT_S:  # NaN fails too

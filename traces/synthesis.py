@@ -97,7 +97,7 @@ class Plan:
         for name in (*PLAN_INTEGERS, "imbalance", "root_unit"):
             object.__setattr__(self, name, plain(getattr(self, name)))  # numpy numbers from a sweep
         for name, known in (("parallel", ("fsdp", "dp")), ("precision", BYTES_PER_PARAM), ("gpu", GPUS)):
-            if not isinstance(getattr(self, name), str):  # a list here was a TypeError (unhashable)
+            if not isinstance(getattr(self, name), str):  # names are hashed: strings only
                 raise ConfigError(f"`{name}`: expected a string, one of {', '.join(known)}, got {getattr(self, name)!r}", name)
         if not isinstance(self.root_unit, bool):  # "no" would be true
             raise ConfigError(f"`root_unit`: expected True or False, got {self.root_unit!r}", "root_unit")
@@ -698,7 +698,7 @@ def memory_estimate(plan: Plan, first: tuple[tuple, list[EtNode]], distinct: int
 
 def _check_memory(model: ModelSpec, plan: Plan, first: tuple[tuple, list[EtNode]], distinct: int, shared: bool) -> None:
     """Refuse a plan whose traces would not fit in memory before building them (a skewed
-    DeepSeek-V3 on 8192 ranks, or 4096 pipeline micro-batches, ran for minutes into a MemoryError)."""
+    DeepSeek-V3 on 8192 ranks, or 4096 pipeline micro-batches, would run for minutes into a MemoryError)."""
     need, budget = memory_estimate(plan, first, distinct, shared), memory_budget()
     if need > budget:
         raise ConfigError(f"`{model.name}` on {plan.world} ranks: {distinct} distinct rank graphs of ~{len(first[1])} nodes "

@@ -51,7 +51,7 @@ def flow_line(path: str | Path, index: int) -> int | None:
 def _read(path: str | Path) -> tuple[dict[str, Any], list[int], list[str]]:
     """The flows of a traffic file, where each is declared (see `flow_line`) and the field its
     start is written in (see `file_field`)."""
-    if isinstance(path, str) and not path.strip():  # Path("") is the current folder: "is a folder" misled
+    if isinstance(path, str) and not path.strip():  # Path("") would be the current folder
         raise TrafficFileError("the path is empty (expected a .csv, .json or .cm traffic file)", "''", None, "path")
     try:
         return _read_text_file(Path(path))
@@ -126,15 +126,16 @@ def _from_rows(rows: list[tuple[int, Any]], path: str) -> tuple[dict[str, Any], 
 
 
 def _start_us_ps(us: Any, path: str, line: int) -> int:
-    """A `start_us` value in picoseconds, read exactly: a float rounded a start below 1 ps to 0
-    and overflowed on a JSON integer of hundreds of digits."""
+    """A `start_us` value in picoseconds, read exactly (as a fraction, never a float): a start
+    below 1 ps is refused, not rounded to 0, and an integer of any length is compared, not
+    converted."""
     if us in (None, ""):
         return 0
     if isinstance(us, bool) or not isinstance(us, (int, float, str)):  # JSON's true is no time
         raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us")
     if isinstance(us, float) and not math.isfinite(us):  # a JSON 1e400 is read as inf
         raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {us!r}", path, line, "start_us")
-    # ASCII decimal syntax only: float() also read `1_000` and other scripts' digits.
+    # ASCII decimal syntax only: float() also reads `1_000` and other scripts' digits.
     if isinstance(us, str) and not _DECIMAL.fullmatch(us.strip()):
         raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us")
     exact = Fraction(repr(us) if isinstance(us, float) else us.strip() if isinstance(us, str) else us) * 10**6

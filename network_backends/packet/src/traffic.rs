@@ -241,7 +241,7 @@ fn draw_inter_pod(pod_of: &[usize], seed: u64, draws: usize) -> SimResult<Vec<u3
         let mut free: Vec<u32> = (0..n as u32).collect();
         free.shuffle(&mut rng);
         // Each pod's positions in `free`, sorted: the k-th free destination outside a pod is
-        // then found by bisection, not by listing them all (O(n^2) per draw hung k = 64).
+        // then found by bisection, not by listing them all: O(n log n) per draw.
         let mut at: Vec<Vec<usize>> = vec![Vec::new(); n_pods];
         for (i, &h) in free.iter().enumerate() {
             at[pod_of[h as usize]].push(i);

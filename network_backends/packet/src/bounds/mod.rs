@@ -11,7 +11,7 @@
 //! - Permutation (OFAN paper App. B): every host both sends and receives one flow,
 //!   so after the first i1 data packets its NIC interleaves data with the ACKs it
 //!   owes. We evaluate that contention-free schedule exactly, packet by packet,
-//!   instead of the appendix's closed-form recurrence (see README, "Lower bounds").
+//!   instead of the appendix's closed-form recurrence (docs/engine/bounds.md).
 
 use crate::timing::FrameTiming;
 use crate::topology::Topology;

@@ -5,7 +5,7 @@
 //! every 5). Only data packets move the pointer: ACKs (small packets) are ECMP-hashed,
 //! as several htsim forks do, so they neither consume round-robin slots nor confine the
 //! data to every other next hop. (htsim's master also gives aggregation switches one
-//! order per destination and lets ACKs take slots; the README has what that measures.)
+//! order per destination and lets ACKs take slots; docs/results.md has what that measures.)
 
 use super::{ecmp_index, FlowId, Header, LbInit, LoadBalancer, Pointer, SwitchView};
 use crate::config::Params;

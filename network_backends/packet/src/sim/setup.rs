@@ -238,9 +238,9 @@ impl Simulation {
             // Nor should a packet be presumed lost while it may still wait in queues: at
             // 1-10 Gbps draining one 800 KB buffer takes longer than the default, and with
             // a timeout of one drain ECMP flows starved through 32 timeouts; two drains
-            // finished every run (README, loss recovery). Still 100 us from 200 Gbps up.
+            // finished every run (docs/schemes/loss.md). Still 100 us from 200 Gbps up.
             // Capped at the longest run allowed: it would never fire later, and event times
-            // must stay within the clock (a 2^62 B buffer wrapped the sum to 100 us).
+            // must stay within the clock: the sum is computed saturating, then capped.
             None => {
                 let drain = timing.rate.serialization(fab.switch.buffer_bytes);
                 Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
