@@ -12,9 +12,9 @@ import pytest
 
 from tracefabric import ConfigError, TrafficFileError
 from tracefabric.astra_configs.formats import check_network, check_system, read_memory
-from tracefabric.collectives.microbenchmark import write_microbenchmark
-from tracefabric.iteration import backend_spec
-from tracefabric.iteration import simulate as run_iteration
+from tracefabric.traces.microbenchmark import write_microbenchmark
+from tracefabric.collectives.iteration import backend_spec
+from tracefabric.collectives.iteration import simulate as run_iteration
 from tracefabric.network_backends.packet import build_config, fabric_hosts, simulate
 from tracefabric.network_backends.packet.traffic_files import read_traffic_file
 from tracefabric.specs import parse_size, topology_config

@@ -14,11 +14,11 @@ import pytest
 
 from tracefabric.astra_configs.formats import (check_network, check_system, read_comm_groups, read_memory, read_network,
                                                read_system)
-from tracefabric.collectives.microbenchmark import write_microbenchmark
+from tracefabric.traces.microbenchmark import write_microbenchmark
 from tracefabric.collectives.workload import read_workload
 from tracefabric.errors import ConfigError, load_json, loads_json
-from tracefabric.iteration import simulate
-from tracefabric.network_backends import astra_sim
+from tracefabric.collectives.iteration import simulate
+from tracefabric.interop import astra_sim
 from tracefabric.traces.chakra_io import COMM_TYPES, EtNode, read_pb_trace, write_trace
 
 SYSTEM = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,

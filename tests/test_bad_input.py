@@ -184,7 +184,7 @@ def test_csv_and_json_flow_lists(tmp_path):
 
 
 def test_cli_prints_one_line_errors_and_exits_2():
-    proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", "net", "run", "--topology", "fat-tree:k=5"],
+    proc = subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", "net", "run", "--topology", "fat-tree:k=5"],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: invalid config field `topology.k`: a k-ary fat tree needs an even k >= 2, got 5"]
@@ -276,8 +276,8 @@ def test_seed_out_of_range_non_finite_numbers_and_conflicting_leaf_spine_options
 def test_compare_refuses_an_empty_scheme_list_and_zero_seeds():
     from typer.testing import CliRunner
 
-    from tracefabric.cli import app
-    from tracefabric.compare import compare
+    from tracefabric.tools.cli import app
+    from tracefabric.tools.compare import compare
 
     with pytest.raises(ConfigError, match="`schemes` is empty") as e:
         compare([], ["permutation:size=4KiB"], topology="fat-tree:k=4")
@@ -333,7 +333,7 @@ def test_a_misspelt_traffic_parameter_is_named_not_reported_as_a_missing_size(tr
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", *args], capture_output=True, text=True)
 
 
 def test_cli_output_paths_that_cannot_be_written_give_one_line(tmp_path):
@@ -355,11 +355,11 @@ def test_cli_output_paths_that_cannot_be_written_give_one_line(tmp_path):
     for args, name in ((["trace", "synthesize", "--model", "gpt2-small", "--world", "2", "--out", ""], "--out"),
                        (["trace", "synthesize", "--model", "gpt2-small", "--world", "2", "--out="], "--out"),
                        (["trace", "validate", ""], "argument 3")):
-        proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", *args],
+        proc = subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", *args],
                               capture_output=True, text=True, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.strip() == f"error: {name}: empty value (an unset shell variable?)"
     assert not list(tmp_path.glob("*.et"))
-    from tracefabric.cli import _empty_argument
+    from tracefabric.tools.cli import _empty_argument
     assert _empty_argument(["trace", "capture", "--option=KEY="]) is None  # an option's own empty value
     assert _empty_argument(["run", "--comm-groups=g.json", ""]) == "argument 3"
 
@@ -552,7 +552,7 @@ def test_a_timeout_shorter_than_the_round_trip_is_refused_and_the_default_stretc
 def test_a_csv_with_a_bom_reads_and_a_param_given_twice_is_refused(tmp_path):
     from typer.testing import CliRunner
 
-    from tracefabric.cli import app
+    from tracefabric.tools.cli import app
     # Excel writes a byte-order mark: it used to become part of the first column's name.
     p = tmp_path / "f.csv"
     p.write_bytes("src,dst,bytes\n0,5,8192\n".encode("utf-8-sig"))

@@ -374,7 +374,7 @@ def test_measured_durations_carry_the_captured_compute_onto_synthesized_traces(f
     from dataclasses import replace
 
     from tracefabric.errors import ConfigError
-    from tracefabric.iteration import simulate
+    from tracefabric.collectives.iteration import simulate
     from tracefabric.traces.measured import intervals, measured_durations
     from tracefabric.traces.models import get_model
     from tracefabric.traces.synthesis import Plan, synthesize, write
@@ -549,7 +549,7 @@ def test_self_parented_nodes_do_not_hang_the_converter():
 
 
 def test_captured_traces_run_through_the_system_layer(fsdp2, moe):
-    from tracefabric.iteration import simulate
+    from tracefabric.collectives.iteration import simulate
 
     system = {"scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "preferred-dataset-splits": 1,
               "endpoint-delay": 10, "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
@@ -766,7 +766,7 @@ def test_send_and_recv_inside_a_group_name_global_ranks_and_barriers_run(tmp_pat
             n.ctrl_deps = [d for d in n.ctrl_deps if d in ids]
         write_trace(tmp_path / "run" / f"trace.{t.rank}.et", kept, t.meta)
     shutil.copy(et / "comm_groups.json", tmp_path / "run" / "comm_groups.json")
-    from tracefabric.iteration import simulate
+    from tracefabric.collectives.iteration import simulate
     net = {"topology": ["Switch"], "npus_count": [3], "bandwidth": [100], "latency": [1000]}
     system = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,
               "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
@@ -815,7 +815,7 @@ def test_isend_and_irecv_overlap_compute_and_blocking_send_and_recv_do_not(tmp_p
     assert waiting == {0: [[], ["aten::matmul"]], 1: [["aten::sum"], ["aten::matmul"]]}
     # Simulated with a transfer (16 MiB at 0.5 GB/s: 33.6 ms) longer than the matmuls issued
     # between the irecv and its reader, all of their compute overlaps it.
-    from tracefabric.iteration import simulate
+    from tracefabric.collectives.iteration import simulate
     irecv = p2p[1][0]
     reader = next(m for m in nodes[1] if irecv.id in m.data_deps)
     between = sum(n.duration_micros for n in nodes[1] if n.type == "COMP_NODE" and irecv.id < n.id < reader.id)
@@ -878,7 +878,7 @@ def test_a_real_nccl_capture_from_an_h100_converts_and_runs(tmp_path):
     assert not [n for n in nodes if "nccl" in n.name.lower()]
     # CPU ops and kernels run on two units side by side: the iteration lies between the CPU's
     # own time and the CPU's plus the GPU's (what one shared unit gave).
-    from tracefabric.iteration import simulate
+    from tracefabric.collectives.iteration import simulate
 
     cpu_us = sum(n.duration_micros for n in nodes if n.type == "COMP_NODE" and n.attrs.get("is_cpu_op"))
     gpu_us = sum(n.duration_micros for n in gpu_nodes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from typer.testing import CliRunner
 
-from tracefabric.cli import app
+from tracefabric.tools.cli import app
 from tracefabric.network_backends.packet import simulate
 from tracefabric.network_backends.packet.traffic_files import read_traffic_file
 
@@ -62,7 +62,7 @@ def test_compare_writes_table_chart_and_matches_the_api(tmp_path):
 
 def test_compare_keeps_the_order_traffics_and_schemes_were_given_in():
     # Traffics were sorted alphabetically: the chart's panels came out in another order.
-    from tracefabric.compare import compare, summarize
+    from tracefabric.tools.compare import compare, summarize
 
     traffics, schemes = ["permutation:size=64KiB", "all-to-all:size=4KiB"], ["reps", "ecmp"]
     summary = summarize(compare(schemes, traffics, topology="fat-tree:k=4", seeds=[1, 2]))

@@ -14,7 +14,7 @@ FAST = ["--topology", "fat-tree:k=4", "--traffic", "permutation:size=4KiB"]
 
 
 def _cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=120)
 
 

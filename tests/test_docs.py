@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import typer.main
 from tracefabric.astra_configs import scheme_presets
-from tracefabric.cli import app
+from tracefabric.tools.cli import app
 from tracefabric.network_backends.packet import scheme_names
 
 from conftest import REPO

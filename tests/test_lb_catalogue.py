@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from tracefabric.cli import app
+from tracefabric.tools.cli import app
 from tracefabric.network_backends.packet import scheme_names, simulate
 
 # Queue growth is measured with an unbounded buffer and no ECN, so nothing is dropped
@@ -172,7 +172,7 @@ def test_fig1b_ordering_over_ten_seeds():
 
 
 def test_compare_runs_every_scheme_and_reports_queue_pairs_and_pointers(tmp_path, monkeypatch):
-    from tracefabric import cli
+    from tracefabric.tools import cli
 
     monkeypatch.setattr(cli.console, "width", 250)  # one line per table row, headers unwrapped
     res = CliRunner().invoke(app, ["net", "compare", "--topology", "fat-tree:k=4", "--traffic", "permutation:size=64KiB",

@@ -41,7 +41,7 @@ def test_pyproject_keeps_torch_out_of_the_base_install():
 
 def test_trace_capture_without_torch_prints_one_line_and_exits_non_zero(no_torch, tmp_path):
     out = tmp_path / "cap"
-    proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", "trace", "capture",
+    proc = subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", "trace", "capture",
                            "--ranks", "1", "--out", str(out)], env=no_torch, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
@@ -70,7 +70,7 @@ def test_a_light_install_synthesizes_validates_and_simulates_without_torch(no_to
     code = f"""
 import sys
 from tracefabric.collectives.workload import read_workload
-from tracefabric.iteration import simulate
+from tracefabric.collectives.iteration import simulate
 from tracefabric.network_backends.packet import simulate as packet
 from tracefabric.traces import validate as v
 from tracefabric.traces.models import get_model
@@ -90,7 +90,7 @@ print("torch" in sys.modules and sys.modules["torch"] is not None)
 
 
 def test_cli_commands_other_than_capture_run_without_torch(no_torch, tmp_path):
-    run = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", "net", "run",
+    run = subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", "net", "run",
                           "--topology", "fat-tree:k=4", "--traffic", "permutation:size=16KiB", "--json"],
                          env=no_torch, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

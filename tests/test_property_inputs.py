@@ -2,7 +2,7 @@
 YAML, remote memory, comm-group JSON, htsim .cm, flow CSV/JSON, scheme presets, model configs,
 routing matrices, ASTRA-sim's printed output, command-line size and spec strings): whatever the
 input, it runs or raises tracefabric's own error naming the file and the field, never another
-exception or a panic. The targets and mutations are those of `python -m tracefabric.fuzz`, which
+exception or a panic. The targets and mutations are those of `python -m tracefabric.tools.fuzz`, which
 runs them for millions of inputs; here Hypothesis drives them for a bounded number each."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tracefabric.errors import ConfigError
-from tracefabric.fuzz.__main__ import main as fuzz_main
-from tracefabric.fuzz.mutate import INTERESTING, mutate
-from tracefabric.fuzz.targets import TARGETS, Target, outcome
+from tracefabric.tools.fuzz.__main__ import main as fuzz_main
+from tracefabric.tools.fuzz.mutate import INTERESTING, mutate
+from tracefabric.tools.fuzz.targets import TARGETS, Target, outcome
 
 BOUNDED = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -155,9 +155,9 @@ def test_a_network_key_that_is_not_a_string_is_refused_by_name(tmp_path):
 
 
 def test_a_collective_too_large_for_the_clock_is_named_by_its_et_file_and_node(tmp_path):
-    from tracefabric.collectives.microbenchmark import write_microbenchmark
-    from tracefabric.iteration import simulate
-    from tracefabric.fuzz.targets import NETWORK, SYSTEM
+    from tracefabric.traces.microbenchmark import write_microbenchmark
+    from tracefabric.collectives.iteration import simulate
+    from tracefabric.tools.fuzz.targets import NETWORK, SYSTEM
 
     prefix = write_microbenchmark(tmp_path, 4, "all_reduce", 1 << 60)
     # 4 chunks of 2^58 B, ring messages of 2^56 B, each up to 2.684e6 s at 50 GB/s (two hops): the

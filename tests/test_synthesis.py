@@ -461,7 +461,7 @@ def test_cli_synthesizes_with_a_routing_file_and_names_bad_ones(tmp_path):
     """(The CLI's entry point turns these errors into one line and exit status 2.)"""
     from typer.testing import CliRunner
 
-    from tracefabric.cli import app
+    from tracefabric.tools.cli import app
 
     routing = [[3, 1, 0, 4], [0, 8, 0, 0], [2, 2, 2, 2], [1, 0, 6, 1]]
     (tmp_path / "routing.json").write_text(json.dumps({"routing": routing}))
@@ -581,7 +581,7 @@ def test_rescale_recognises_group_shapes():
 def test_the_cli_refuses_malformed_workload_options(tmp_path):
     from typer.testing import CliRunner
 
-    from tracefabric.cli import app
+    from tracefabric.tools.cli import app
 
     res = CliRunner().invoke(app, ["trace", "capture", "--workload", "moe", "--option", "ep3", "--out", str(tmp_path)])
     assert isinstance(res.exception, ConfigError) and "--option must be KEY=VALUE (got 'ep3')" in str(res.exception)
@@ -599,7 +599,7 @@ def test_a_smaller_synthesis_into_the_same_folder_leaves_no_stale_ranks(tmp_path
 def test_a_smaller_rescale_or_microbenchmark_into_the_same_folder_leaves_no_stale_ranks(tmp_path):
     # As for synthesis: rescaling to 8 then to 4 ranks left trace.4-7.et, and validate then
     # failed with "rank 4 is not a member of group '0'"; a microbenchmark read as 8 ranks.
-    from tracefabric.collectives.microbenchmark import write_microbenchmark
+    from tracefabric.traces.microbenchmark import write_microbenchmark
     from tracefabric.traces import validate as v
     from tracefabric.traces.rescale import RescaleError, rescale
 

@@ -14,12 +14,12 @@ import pytest
 from tracefabric import _core
 from tracefabric.astra_configs.formats import read_memory, read_network, read_system
 from tracefabric.collectives import collective_flows
-from tracefabric.collectives.microbenchmark import write_microbenchmark
+from tracefabric.traces.microbenchmark import write_microbenchmark
 from tracefabric.collectives.workload import engine_input, read_workload
 from tracefabric.astra_configs.formats import RemoteMemory
 from tracefabric.errors import ConfigError
-from tracefabric.iteration import SimulationError, simulate
-from tracefabric.network_backends import astra_sim
+from tracefabric.collectives.iteration import SimulationError, simulate
+from tracefabric.interop import astra_sim
 from tracefabric.network_backends.packet import simulate as packet_simulate
 from tracefabric.traces.chakra_io import COMM_TYPES, EtNode, write_trace
 
@@ -956,7 +956,7 @@ def test_inspect_and_validate_read_unknown_comm_types_empty_ranks_and_missing_si
 def test_astra_parse_names_a_binary_file_instead_of_a_unicode_traceback(tmp_path):
     out = tmp_path / "out.bin"
     out.write_bytes(bytes(range(256)) * 4)
-    proc = subprocess.run([sys.executable, "-c", "from tracefabric.cli import main; main()", "astra", "parse", str(out)],
+    proc = subprocess.run([sys.executable, "-c", "from tracefabric.tools.cli import main; main()", "astra", "parse", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {out}: no `sys[r] finished, T cycles` lines found"

@@ -1,32 +1,3 @@
-"""tracefabric: which load-balancing and congestion-control scheme gives the shortest
-training iteration for this model on this cluster, and why.
-
-Layers (each a subpackage, mapped onto the repository's top-level folders):
-`traces` (Chakra ETs) -> `collectives` (flow DAGs) -> `network_backends` (packet engine,
-analytical models) -> this package's CLI, comparisons and plots. `astra_configs` holds
-configuration data and scheme presets."""
-
-from .errors import (
-    ConfigError,
-    FlowError,
-    MissingDependencyError,
-    SchemeParamError,
-    SimulationDidNotFinish,
-    TracefabricError,
-    TrafficFileError,
-    UnknownSchemeError,
-)
-
-__version__ = "0.1.0"
-
-__all__ = [
-    "ConfigError",
-    "FlowError",
-    "MissingDependencyError",
-    "SchemeParamError",
-    "SimulationDidNotFinish",
-    "TracefabricError",
-    "TrafficFileError",
-    "UnknownSchemeError",
-    "__version__",
-]
+"""The top layer: the `tracefabric` command line (`cli`), scheme comparisons and their charts
+(`compare`), and the fuzz targets and driver (`fuzz`). Library calls only: everything these
+compose lives in the layers below."""

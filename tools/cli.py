@@ -23,9 +23,9 @@ except ImportError:  # older typer (>= 0.12, as pyproject allows) runs on the cl
     # Click < 8.2 prints the help and exits 0 itself, raising nothing to catch here.
     NoArgsIsHelpError = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
-from . import _core
-from .astra_configs import load_scheme_preset, scheme_presets
-from .errors import ConfigError, TracefabricError, not_a_file
+from .. import _core
+from ..astra_configs import load_scheme_preset, scheme_presets
+from ..errors import ConfigError, TracefabricError, not_a_file
 
 
 class _OneValueCommand(TyperCommand):
@@ -80,7 +80,7 @@ BufferBytes = Annotated[str, typer.Option(help="Output buffer per switch port, e
 
 
 def _common(link_gbps: float, latency_ns: float, buffer: str) -> dict:
-    from .specs import parse_size
+    from ..specs import parse_size
 
     return {"link": {"rate_gbps": link_gbps, "latency_ns": latency_ns}, "switch": {"buffer_bytes": parse_size(buffer, "buffer")}}
 
@@ -127,7 +127,7 @@ def net_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
-    from .network_backends.packet import simulate
+    from ..network_backends.packet import simulate
 
     _prepare_frame_path(flows_out, "--flows-out")
     params = _parse_params(param or [])
@@ -216,7 +216,7 @@ def net_compare(
 @net.command("schemes", cls=_OneValueCommand)
 def net_schemes() -> None:
     """List scheme presets and the registered LB / CC / loss-recovery names."""
-    from .network_backends.packet import scheme_names
+    from ..network_backends.packet import scheme_names
 
     t = Table(title="scheme presets (astra_configs/schemes)")
     for col in ("preset", "lb", "cc", "loss", "source"):
@@ -251,9 +251,9 @@ def trace_synthesize(
     out: Annotated[Path, typer.Option(help="Output folder: <model>.<rank>.et, comm_groups.json, placement.json, summary.json.")] = Path("runs/traces"),
 ) -> None:
     """Write one Chakra ET per rank for a model and parallelism plan, and print its summary."""
-    from .traces.measured import measured_durations
-    from .traces.models import get_model
-    from .traces.synthesis import Plan, read_routing, synthesize, write
+    from ..traces.measured import measured_durations
+    from ..traces.models import get_model
+    from ..traces.synthesis import Plan, read_routing, synthesize, write
 
     _make_dir(out)
     rows = read_routing(routing) if routing else None
@@ -300,10 +300,10 @@ def trace_capture(
     collective_timeout: Annotated[float, typer.Option(help="Seconds a rank waits in one collective or send/recv for the other ranks before the capture fails (the ranks' steps do not match).")] = 300.0,
 ) -> None:
     """Profile training steps on every rank (ExecutionTraceObserver + Kineto) and convert them to Chakra ETs."""
-    from .traces.capture import capture, require_torch
+    from ..traces.capture import capture, require_torch
 
     require_torch()
-    from .traces.workloads import get_workload
+    from ..traces.workloads import get_workload
 
     if script and workload:  # one would be ignored without a word
         raise ConfigError(f"--script {script!r} and --workload {workload!r}: give one (a script replaces the built-in workload)", "script")
@@ -336,8 +336,8 @@ def trace_convert(
 
 
 def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
-    from .traces import validate as v
-    from .traces.convert import convert
+    from ..traces import validate as v
+    from ..traces.convert import convert
 
     et = convert(capture_dir, out)
     traces, groups = v.load(et)
@@ -355,7 +355,7 @@ def trace_inspect(
     ranks: Annotated[int, typer.Option(min=1, help="Show at most this many ranks.")] = 8,
 ) -> None:
     """Node counts by type, collectives per group in order with sizes, and each rank's critical path."""
-    from .traces import validate as v
+    from ..traces import validate as v
 
     traces, groups = v.load(et)
     t = Table(title=f"{len(traces)} ranks in {et}")
@@ -382,7 +382,7 @@ def trace_rescale(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/rescaled"),
 ) -> None:
     """Rescale a data-parallel / FSDP / expert-parallel trace from N to M ranks (groups and sizes recomputed; refuses what would not be faithful)."""
-    from .traces.rescale import rescale
+    from ..traces.rescale import rescale
 
     r = rescale(et, ranks, out)
     console.print(f"rescaled {r['from_ranks']} -> {r['to_ranks']} ranks into {out}; "
@@ -394,7 +394,7 @@ def trace_validate(
     et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
 ) -> None:
     """Check schema version, dependencies (missing, self, cycles) and that every group's ranks issue the same collectives."""
-    from .traces import validate as v
+    from ..traces import validate as v
 
     traces, groups = v.load(et)
     found = v.problems(traces, groups)
@@ -424,7 +424,7 @@ def run_iteration(
     as_json: Annotated[bool, typer.Option("--json", help="Print per-rank results as JSON.")] = False,
 ) -> None:
     """Simulate one iteration of a workload: per-rank wall, compute, comm, exposed comm; per-collective CCT."""
-    from .iteration import simulate
+    from ..collectives.iteration import simulate
 
     if out:
         _make_dir(out)
@@ -463,9 +463,9 @@ def astra_export(
     comm_groups: Annotated[Optional[Path], typer.Option(help="Comm-group JSON (default: comm_groups.json beside the ETs).")] = None,
 ) -> None:
     """Write a directory a real ASTRA-sim 2.x analytical binary runs as is (ETs, configs, run.sh)."""
-    from .astra_configs.formats import AstraNetwork, read_memory, read_network, read_system
-    from .collectives.workload import read_workload
-    from .network_backends.astra_sim import export
+    from ..astra_configs.formats import AstraNetwork, read_memory, read_network, read_system
+    from ..collectives.workload import read_workload
+    from ..interop.astra_sim import export
 
     net = read_network(network)
     if not isinstance(net, AstraNetwork):
@@ -481,7 +481,7 @@ def astra_run(
     binary: Annotated[Optional[Path], typer.Option(help="ASTRA-sim analytical binary (AstraSim_Analytical_Congestion_Unaware or _Aware).")] = None,
 ) -> None:
     """Run a real ASTRA-sim on an export and print its per-rank results."""
-    from .network_backends.astra_sim import run
+    from ..interop.astra_sim import run
 
     with err_console.status("running ASTRA-sim"):
         df = run(binary, export_dir)
@@ -491,7 +491,7 @@ def astra_run(
 @astra.command("parse", cls=_OneValueCommand)
 def astra_parse(output: Annotated[Path, typer.Argument(help="A file holding what ASTRA-sim printed.")]) -> None:
     """Parse ASTRA-sim's printed results (sys[r] finished, ... cycles) into a table."""
-    from .network_backends.astra_sim import parse_output
+    from ..interop.astra_sim import parse_output
 
     if not output.is_file():
         raise TracefabricError(f"{output}: {not_a_file(output)}")

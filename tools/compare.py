@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .errors import ConfigError
-from .network_backends.packet import build_config, check_config, run_config, traffic_file_errors
+from ..errors import ConfigError
+from ..network_backends.packet import build_config, check_config, run_config, traffic_file_errors
 
 DEFAULT_SCHEMES = ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"]
 

@@ -66,7 +66,7 @@ def packet_fig1_cases() -> dict[str, Callable[[], dict[str, Any]]]:
 
 
 def _iteration_row(workload: Any, system: Any, network: Any, backend: str, **kw: Any) -> dict[str, Any]:
-    from tracefabric.iteration import simulate
+    from tracefabric.collectives.iteration import simulate
 
     r = simulate(workload, system, network, backend=backend, **kw)
     ranks = {c: [int(round(x * 1000)) for x in r.ranks[f"{c}_ns"]] for c in ("wall", "compute", "comm", "exposed_comm")}

@@ -1,7 +1,7 @@
 """Fuzz every reader of outside input for long runs (the test suite runs the same targets with
 Hypothesis, briefly):
 
-    python -m tracefabric.fuzz --inputs 1000000 --out runs/fuzz [--seed 1] [--targets et,spec]
+    python -m tracefabric.tools.fuzz --inputs 1000000 --out runs/fuzz [--seed 1] [--targets et,spec]
 
 Each input is a seed mutated by `mutate`; its outcome is "ok", one of tracefabric's own errors
 (counted by class and field), or a crash (any other exception, a panic, an error naming neither
@@ -29,7 +29,7 @@ SLOW_S = 5.0  # an input taking longer is reported (a hang in the making)
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m tracefabric.fuzz", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tracefabric.tools.fuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--inputs", type=int, default=10_000, help="inputs to try in all")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--targets", default="all", help=f"comma-separated, of: {', '.join(TARGETS)}")

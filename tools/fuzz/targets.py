@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..astra_configs import read_scheme_preset, scheme_presets
-from ..astra_configs.formats import RemoteMemory, check_system, read_comm_groups, read_memory, read_network
-from ..collectives.microbenchmark import write_microbenchmark
-from ..collectives.workload import check, read_workload
-from ..errors import ConfigError, TracefabricError
-from ..iteration import backend_spec, simulate
-from ..network_backends.astra_sim import parse_output
-from ..network_backends.packet import build_config, check_config, traffic_file_errors
-from ..network_backends.packet.traffic_files import read_traffic_file
-from ..specs import parse_size, topology_config, traffic_config
-from ..traces import validate
-from ..traces.models import get_model
-from ..traces.synthesis import Plan, read_routing, synthesize, write
+from ...astra_configs import read_scheme_preset, scheme_presets
+from ...astra_configs.formats import RemoteMemory, check_system, read_comm_groups, read_memory, read_network
+from ...collectives.iteration import backend_spec, simulate
+from ...collectives.workload import check, read_workload
+from ...errors import ConfigError, TracefabricError
+from ...interop.astra_sim import parse_output
+from ...network_backends.packet import build_config, check_config, traffic_file_errors
+from ...network_backends.packet.traffic_files import read_traffic_file
+from ...specs import parse_size, topology_config, traffic_config
+from ...traces import validate
+from ...traces.microbenchmark import write_microbenchmark
+from ...traces.models import get_model
+from ...traces.synthesis import Plan, read_routing, synthesize, write
 
 RANKS = 4
 # One algorithm per dimension for networks of up to three (entries past them are ignored).
@@ -81,7 +81,7 @@ def _system_seeds(work: Path) -> list[bytes]:
 
 
 def _run_system(path: Path, work: Path) -> None:
-    from ..astra_configs.formats import read_system
+    from ...astra_configs.formats import read_system
 
     cfg = read_system(path)
     check(read_workload(_workload(work)), cfg, RemoteMemory(), [RANKS])  # every collective planned
@@ -153,7 +153,7 @@ def _edit_et(data: bytes, rng: random.Random) -> bytes:
     type, duration, an attribute's value or kind): traces that decode and go deeper."""
     from chakra.schema.protobuf import et_def_pb2 as pb
 
-    from ..traces.chakra_io import framed, messages
+    from ...traces.chakra_io import framed, messages
 
     raw = list(messages(data, Path("input")))
     if len(raw) < 2:

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-// The Python extension's allocator (see tools/bindings/src/lib.rs).
+// The Python extension's allocator (see foundation/bindings/src/lib.rs).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

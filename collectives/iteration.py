@@ -1,7 +1,7 @@
 """Simulate training iterations: a workload (Chakra ETs) through the system layer on a
 network backend, as ASTRA-sim does, with ASTRA-sim's own input files.
 
-    >>> from tracefabric.iteration import simulate
+    >>> from tracefabric.collectives.iteration import simulate
     >>> r = simulate("fixtures/workloads/8npus_1MB/all_reduce", "sys.json", "switch_8npus.yml",
     ...              backend="analytical:astra-unaware")
     >>> r.ranks.wall_ns.tolist()      # one row per rank
@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from . import _core
-from .astra_configs.formats import (PACKET_NETWORK_KEYS, AstraNetwork, PacketFabric, RemoteMemory, SystemConfig,
+from .. import _core
+from ..astra_configs.formats import (PACKET_NETWORK_KEYS, AstraNetwork, PacketFabric, RemoteMemory, SystemConfig,
                                     check_network, check_system, read_memory, read_network, read_system)
-from .collectives.workload import Workload, engine_input, read_workload
-from .errors import ConfigError, SimulationError, from_engine, from_system
-from .specs import plain
+from ..errors import ConfigError, SimulationError, from_engine, from_system
+from ..specs import plain
+from .workload import Workload, engine_input, read_workload
 
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
@@ -107,7 +107,7 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
     if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
-    from .network_backends.packet import build_config, fabric_hosts
+    from ..network_backends.packet import build_config, fabric_hosts
     try:
         cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
                            link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),

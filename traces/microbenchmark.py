@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..specs import plain
-from ..traces.chakra_io import COMM_TYPES, EtNode, encode_trace, remove_ranks_past
-from ..traces.synthesis import PLAN_MAX
+from .chakra_io import COMM_TYPES, EtNode, encode_trace, remove_ranks_past
+from .synthesis import PLAN_MAX
 
 MAX_RANKS = PLAN_MAX["world"]
 
