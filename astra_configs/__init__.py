@@ -10,7 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, UnknownSchemeError, load_json
+from ..errors import ConfigError, UnknownSchemeError
+from ..jsonio import load_json
 
 _ALLOWED = {"description", "source", "lb", "lb_params", "cc", "cc_params", "loss", "loss_params", "switch"}
 

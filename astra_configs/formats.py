@@ -20,7 +20,8 @@ from typing import Any, Hashable
 import yaml
 
 from .. import _core
-from ..errors import ConfigError, DuplicateKeyError, load_json, not_a_file
+from ..errors import ConfigError
+from ..jsonio import DuplicateKeyError, load_json, not_a_file
 from ..specs import shown
 
 # key -> (accepted JSON types, default or REQUIRED, meaning)

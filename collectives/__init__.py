@@ -20,6 +20,6 @@ def collective_flows(algorithm: str, kind: str, ranks: int, size: int, exact_blo
         check_direct_window(algorithm, ranks, "algorithm", "algorithm")
     try:
         flows = _core.collective_flows(algorithm, kind, ranks, size, exact_blocks)
-    except _core.SystemError as e:
+    except _core.SystemLayerError as e:
         raise from_system(e) from None
     return [dict(zip(("src", "dst", "bytes", "reduce", "after"), f)) for f in flows]

@@ -148,7 +148,7 @@ def simulate(
     engine_system = sys_cfg.for_engine(dims, astra_blocks=backend.startswith("analytical:astra"))
     try:
         raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem)), json.dumps(engine_system), json.dumps(spec))
-    except _core.SystemError as e:
+    except _core.SystemLayerError as e:
         raise from_system(e, sys_cfg.path) from None
     except _core.EngineError as e:  # the packet fabric's own config checks
         raise from_engine(e) from None

@@ -88,7 +88,7 @@ def check(w: Workload, cfg: SystemConfig, memory: RemoteMemory, dims: list[int])
     with the system config's algorithms on `dims` (NPUs per network dimension)."""
     try:
         _core.check_system(json.dumps(engine_input(w, cfg, memory)), json.dumps(cfg.for_engine(dims, astra_blocks=True)))
-    except _core.SystemError as e:
+    except _core.SystemLayerError as e:
         raise from_system(e, cfg.path) from None
 
 

@@ -17,7 +17,8 @@ from tracefabric.collectives.iteration import backend_spec
 from tracefabric.collectives.iteration import simulate as run_iteration
 from tracefabric.network_backends.packet import build_config, fabric_hosts, simulate
 from tracefabric.network_backends.packet.traffic_files import read_traffic_file
-from tracefabric.specs import parse_size, topology_config
+from tracefabric.network_backends.packet.specs import topology_config
+from tracefabric.specs import parse_size
 from tracefabric.traces import validate as v
 from tracefabric.traces.chakra_io import COMM_TYPES, EtNode, read_trace, write_trace
 from tracefabric.traces.models import ModelSpec, from_hf_config, get_model

@@ -16,7 +16,8 @@ from tracefabric.astra_configs.formats import (check_network, check_system, read
                                                read_system)
 from tracefabric.traces.microbenchmark import write_microbenchmark
 from tracefabric.collectives.workload import read_workload
-from tracefabric.errors import ConfigError, load_json, loads_json
+from tracefabric.errors import ConfigError
+from tracefabric.jsonio import load_json, loads_json
 from tracefabric.collectives.iteration import simulate
 from tracefabric.interop import astra_sim
 from tracefabric.traces.chakra_io import COMM_TYPES, EtNode, read_pb_trace, write_trace

@@ -91,7 +91,8 @@ def test_run_writes_per_flow_results(tmp_path):
 def test_spec_numbers_are_read_exactly_and_in_ascii():
     import pytest
     from tracefabric.errors import ConfigError
-    from tracefabric.specs import parse_size, topology_config, traffic_config
+    from tracefabric.network_backends.packet.specs import topology_config, traffic_config
+    from tracefabric.specs import parse_size
 
     # Decimals are exact: 16.1KB is 16,100 B; a float refused it and rounded the others.
     assert parse_size("16.1KB", "traffic.size") == 16_100

@@ -25,7 +25,8 @@ except ImportError:  # older typer (>= 0.12, as pyproject allows) runs on the cl
 
 from .. import _core
 from ..astra_configs import load_scheme_preset, scheme_presets
-from ..errors import ConfigError, TracefabricError, not_a_file
+from ..errors import ConfigError, TracefabricError
+from ..jsonio import not_a_file
 
 
 class _OneValueCommand(TyperCommand):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError, MissingDependencyError
-from .synthesis import MEMORY_SHARE, available_memory
+from ..resources import MEMORY_SHARE, available_memory
 
 BACKENDS = ("gloo", "nccl")
 # One line, as every CLI error: what is missing and the command that adds it.

@@ -15,7 +15,8 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 from google.protobuf.internal.decoder import _DecodeVarint32  # noqa: PLC2701 (the varint framing Chakra uses)
 from google.protobuf.internal.encoder import _VarintBytes  # noqa: PLC2701
 
-from ..errors import ConfigError, not_a_file
+from ..errors import ConfigError
+from ..jsonio import not_a_file
 
 SCHEMA_VERSION = "0.0.4"
 
@@ -89,7 +90,8 @@ class EtNode:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-def _attr(name: str, value: Any) -> pb.AttributeProto:
+def attr_proto(name: str, value: Any) -> pb.AttributeProto:
+    """A Chakra attribute holding `value`: a bool, int64, string, or list of bools or int64s."""
     a = pb.AttributeProto(name=name)
     if isinstance(value, bool):
         a.bool_val = value
@@ -111,7 +113,7 @@ def encode_node(n: EtNode) -> bytes:
         msg = pb.Node(id=n.id, name=n.name, type=pb.NodeType.Value(n.type), duration_micros=n.duration_micros)
         msg.data_deps.extend(n.data_deps)
         msg.ctrl_deps.extend(n.ctrl_deps)
-        msg.attr.extend(_attr(k, v) for k, v in n.attrs.items())
+        msg.attr.extend(attr_proto(k, v) for k, v in n.attrs.items())
     except (TypeError, ValueError) as e:
         # protobuf refuses every bad value but names neither the node nor the field
         # ("Value out of range: -1"); find them only then, off the fast path.
@@ -157,10 +159,10 @@ def _node_problem(n: EtNode) -> tuple[str, str] | None:
 
 
 def _attr_problem(key: Any, value: Any) -> str | None:
-    """Why `_attr` cannot store `value` under `key`, or None."""
+    """Why `attr_proto` cannot store `value` under `key`, or None."""
     if not isinstance(key, str):
         return f"attribute name {key!r}: expected a string"
-    def int64(v: Any) -> bool:  # as `_attr` takes them: Python ints, not bools
+    def int64(v: Any) -> bool:  # as `attr_proto` takes them: Python ints, not bools
         return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63
 
     if isinstance(value, (bool, str)) or int64(value):
@@ -184,7 +186,7 @@ def encode_trace(nodes: list[EtNode], metadata: dict[str, Any] | None = None, ca
     for k, v in (metadata or {}).items():
         if why := _attr_problem(k, v):
             raise ConfigError(f"GlobalMetadata: {why}", str(k))
-        meta.attr.append(_attr(k, v))
+        meta.attr.append(attr_proto(k, v))
     if cache is None:
         return framed(meta) + b"".join(encode_node(n) for n in nodes)
     parts = [framed(meta)]
@@ -204,7 +206,8 @@ def write_trace(path: str | Path, nodes: list[EtNode], metadata: dict[str, Any] 
     Path(path).write_bytes(data)
 
 
-def _attr_value(a: pb.AttributeProto) -> Any:
+def attr_value(a: pb.AttributeProto) -> Any:
+    """A Chakra attribute's value in Python (a list for the `*_list` kinds), or None if unset."""
     kind = a.WhichOneof("value")
     if kind is None:
         return None  # set by name only: the readers treat it as absent or refuse it by name
@@ -259,8 +262,8 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[EtNode]]:
             raise ConfigError(f"{path}: node {m.id}: type {m.type} is not a Chakra NodeType "
                               f"(expected one of {', '.join(pb.NodeType.keys())})", "type")
     nodes = [EtNode(m.id, m.name, pb.NodeType.Name(m.type), list(m.data_deps), list(m.ctrl_deps),
-                    m.duration_micros, {a.name: _attr_value(a) for a in m.attr}) for m in msgs]
-    return {"version": meta.version, **{a.name: _attr_value(a) for a in meta.attr}}, nodes
+                    m.duration_micros, {a.name: attr_value(a) for a in m.attr}) for m in msgs]
+    return {"version": meta.version, **{a.name: attr_value(a) for a in meta.attr}}, nodes
 
 
 def remove_ranks_past(folder: Path, prefix: str, ranks: int) -> None:

@@ -46,10 +46,11 @@ from typing import Any
 
 from chakra.schema.protobuf import et_def_pb2 as pb
 
-from ..errors import ConfigError, load_json
+from ..errors import ConfigError
+from ..jsonio import load_json
 from ..specs import shown
 from .capture import GROUP_MARK
-from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, framed, read_pb_trace, remove_ranks_past
+from .chakra_io import COMM_TYPES, SCHEMA_VERSION, attr_proto, framed, read_pb_trace, remove_ranks_past
 
 PREFIX = "trace"
 
@@ -506,7 +507,7 @@ def rewrite(nodes: list[pb.Node], colls: list[Collective], groups: list[dict], l
         if kernels:
             extra["stream"] = kernels[0][1]
             streams.setdefault(kernels[0][1], []).append((kernels[0][0], cid))
-        n.attr.extend(_attr(k, v) for k, v in extra.items())
+        n.attr.extend(attr_proto(k, v) for k, v in extra.items())
         if not c.blocking:
             # Completion edge: the first later op on the same thread that reads the result. On a GPU the
             # CPU does not wait for it: the kernels that op launches do (the stream chain below holds

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import ConfigError, load_json
+from ..errors import ConfigError
+from ..jsonio import load_json
 from ..specs import plain
 
 

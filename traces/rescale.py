@@ -34,7 +34,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb
 
 from ..errors import ConfigError
 from . import validate as v
-from .chakra_io import COMM_TYPES, _attr_value, framed, read_pb_trace, remove_ranks_past
+from .chakra_io import COMM_TYPES, attr_value, framed, read_pb_trace, remove_ranks_past
 from .convert import tensor_records
 from .synthesis import PLAN_MAX
 
@@ -153,7 +153,7 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             node.CopyFrom(part)
             attrs = {a.name: a for a in node.attr}
             if "pg_name" in attrs:
-                gid, width = new_group(str(_attr_value(attrs["pg_name"])), r)
+                gid, width = new_group(str(attr_value(attrs["pg_name"])), r)
                 _set_group(attrs["pg_name"], gid)
             else:
                 width = ranks

@@ -38,7 +38,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, load_json
+from ..errors import ConfigError
+from ..jsonio import load_json
+from ..resources import memory_budget
 from ..specs import plain
 from .chakra_io import COMM_TYPES, EtNode, comm_type_name, encode_trace, remove_ranks_past
 from .models import ModelSpec
@@ -667,20 +669,6 @@ def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synth
 NODE_BYTES, REF_BYTES = 1100, 8
 
 
-# Share of the free memory a synthesis, or a capture's ranks, may take.
-MEMORY_SHARE = 0.8
-
-
-def available_memory() -> int:
-    """Bytes of memory this machine has free."""
-    import psutil
-
-    return int(psutil.virtual_memory().available)
-
-
-def memory_budget() -> int:
-    """Bytes a synthesis may hold: most of the memory this machine has free."""
-    return int(available_memory() * MEMORY_SHARE)
 
 
 def memory_estimate(plan: Plan, first: tuple[tuple, list[EtNode]], distinct: int, shared: bool) -> int:

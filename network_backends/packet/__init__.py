@@ -22,7 +22,8 @@ import pandas as pd
 from ... import _core
 from ...astra_configs import load_scheme_preset
 from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
-from ...specs import plain, topology_config, traffic_config, traffic_file_path
+from ...specs import plain
+from .specs import topology_config, traffic_config, traffic_file_path
 from .traffic_files import connection_matrix_nodes, file_field, flow_line
 
 __all__ = ["simulate", "build_config", "PacketResults", "scheme_names"]

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ... import _core
-from ...errors import DuplicateKeyError, TrafficFileError, loads_json, not_a_file
-from ...specs import _DECIMAL, shown
+from ...errors import TrafficFileError
+from ...jsonio import DuplicateKeyError, loads_json, not_a_file
+from ...specs import DECIMAL, shown
 
 # ASCII digits only (`\d` and str.isdigit also take `²` and other scripts' digits, which int()
 # then refuses or reads; htsim's stoi reads neither).
@@ -136,7 +137,7 @@ def _start_us_ps(us: Any, path: str, line: int) -> int:
     if isinstance(us, float) and not math.isfinite(us):  # a JSON 1e400 is read as inf
         raise TrafficFileError(f"field `start_us` must be a finite number >= 0, got {us!r}", path, line, "start_us")
     # ASCII decimal syntax only: float() also reads `1_000` and other scripts' digits.
-    if isinstance(us, str) and not _DECIMAL.fullmatch(us.strip()):
+    if isinstance(us, str) and not DECIMAL.fullmatch(us.strip()):
         raise TrafficFileError(f"field `start_us` must be a number, got {us!r}", path, line, "start_us")
     exact = Fraction(repr(us) if isinstance(us, float) else us.strip() if isinstance(us, str) else us) * 10**6
     if exact < 0:

@@ -23,7 +23,8 @@ from ...errors import ConfigError, TracefabricError
 from ...interop.astra_sim import parse_output
 from ...network_backends.packet import build_config, check_config, traffic_file_errors
 from ...network_backends.packet.traffic_files import read_traffic_file
-from ...specs import parse_size, topology_config, traffic_config
+from ...network_backends.packet.specs import topology_config, traffic_config
+from ...specs import parse_size
 from ...traces import validate
 from ...traces.microbenchmark import write_microbenchmark
 from ...traces.models import get_model

@@ -216,7 +216,7 @@ fn scheme_names(py: Python<'_>) -> PyResult<PyObject> {
 
 create_exception!(
     _core,
-    SystemError,
+    SystemLayerError,
     PyException,
     "An error of the workload/system layers: args = (variant, message)."
 );
@@ -273,16 +273,16 @@ fn system_err(e: tracefabric_collectives::SystemError) -> PyErr {
         tracefabric_collectives::SystemError::Config { field, .. } => field.clone(),
         _ => String::new(),
     };
-    SystemError::new_err((variant.to_string(), e.to_string(), field))
+    SystemLayerError::new_err((variant.to_string(), e.to_string(), field))
 }
 
 fn bad_input(what: &str, e: impl std::fmt::Display) -> PyErr {
-    SystemError::new_err(("Config".to_string(), format!("{what}: {e}")))
+    SystemLayerError::new_err(("Config".to_string(), format!("{what}: {e}")))
 }
 
 /// A bad argument of a direct call (no system file): the field is the argument's name.
 fn bad_argument(what: &str, e: impl std::fmt::Display) -> PyErr {
-    SystemError::new_err((
+    SystemLayerError::new_err((
         "Config".to_string(),
         format!("{what}: {e}"),
         what.to_string(),
@@ -319,7 +319,7 @@ fn fabric_hosts(config_json: &str) -> PyResult<u32> {
 
 /// Check a workload against a system config as `simulate_system` does before it runs:
 /// collectives matched across groups, point-to-point pairs, and every collective planned
-/// with the configured algorithms. Raises SystemError; returns None.
+/// with the configured algorithms. Raises SystemLayerError; returns None.
 #[pyfunction]
 fn check_system(py: Python<'_>, workload_json: &str, system_json: &str) -> PyResult<()> {
     let (w, cfg) = system_inputs(workload_json, system_json)?;
@@ -562,7 +562,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithm_name, m)?)?;
     m.add_function(wrap_pyfunction!(algorithm_names, m)?)?;
     m.add_function(wrap_pyfunction!(check_system, m)?)?;
-    m.add("SystemError", m.py().get_type::<SystemError>())?;
+    m.add("SystemLayerError", m.py().get_type::<SystemLayerError>())?;
     // One clock limit for every layer, so Python refuses inputs at the same point as Rust.
     m.add("CLOCK_LIMIT_PS", tracefabric_netapi::CLOCK_LIMIT_PS)?;
     m.add_function(wrap_pyfunction!(simulate_packet, m)?)?;
