@@ -877,8 +877,12 @@ def test_times_past_the_picosecond_clock_are_refused_not_wrapped(tmp_path, backe
     net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [1e-3], "latency": [500]}
     bw = 1e-3 * 2**30 / 1e9
     seconds = re.sub(r"e\+0*", "e", f"{2 * (500 + 2**47 / bw) / 1e9:.3e}")  # as Rust prints it
-    with pytest.raises(SimulationError, match=rf"a message of {2**47} B could take up to {seconds} s .* past the simulators' picosecond clock"):
+    # Refused as the ET node that issues it (its file, node and transfer), not as the network's failure.
+    with pytest.raises(ConfigError, match=rf"^{tmp_path}/all_reduce\.0\.et: node 0: all_reduce on group `world`: its "
+                       rf"transfer of {2**47} bytes from rank 0 to rank 1 is refused by the network backend: a message of "
+                       rf"{2**47} B could take up to {seconds} s .* past the simulators' picosecond clock") as e:
         simulate(wl, BARE_SYSTEM, net, backend=backend)
+    assert e.value.field == "workload"
 
 
 @pytest.mark.parametrize("backend", ["analytical:astra-unaware", "analytical:flow"])
