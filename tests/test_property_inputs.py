@@ -175,3 +175,23 @@ def test_a_config_error_moves_into_a_file():
     e = ConfigError("invalid config field `topology.k`", "topology.k").in_file("fabric.yml")
     assert (str(e), e.field) == ("fabric.yml: invalid config field `topology.k`", "topology.k")
     assert ConfigError("m", "").field == "''" and ConfigError("m").field == "" and ConfigError("m", 0).field == "0"
+
+
+def test_a_killed_fuzz_run_still_reports_what_it_tried(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "tracefabric.tools.fuzz", "--inputs", "10000000", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, text=True)
+    while not list(tmp_path.glob("current.*")):  # seeds built, inputs running
+        time.sleep(0.1)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert proc.returncode == 0 and report["crashes"] == 0
+    assert 0 < report["inputs"] < 10_000_000
+    assert report["inputs"] == sum(t["inputs"] for t in report["by_target"].values())
+    assert f"{report['inputs']:,} inputs" in out

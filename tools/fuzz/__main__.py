@@ -7,7 +7,8 @@ Each input is a seed mutated by `mutate`; its outcome is "ok", one of tracefabri
 (counted by class and field), or a crash (any other exception, a panic, an error naming neither
 file nor field), whose input is saved under OUT/crashes/. The input being run is kept in
 OUT/current.* so a hang or a killed process leaves it behind. Prints a report every
-`--report-every` inputs and at the end, and writes it to OUT/report.json.
+`--report-every` inputs and at the end, and writes it to OUT/report.json; Ctrl-C or SIGTERM
+ends the run early with the report of the inputs tried so far.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hashlib
 import json
 import random
 import shutil
+import signal
 import sys
 import time
 from collections import Counter
@@ -70,6 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(a.seed)
     counts = {n: Counter() for n in names}
     crashes, slow, start = [], [], time.perf_counter()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends the run with its report
+    try:
+        tried = _loop(a, names, seeds, rng, counts, crashes, slow, work, start)
+    except KeyboardInterrupt:
+        tried = sum(sum(c.values()) for c in counts.values())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    report = _report(counts, crashes, slow, tried, time.perf_counter() - start)
+    (a.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    _print(report)
+    return 1 if crashes else 0
+
+
+def _loop(a: argparse.Namespace, names: list[str], seeds: dict[str, list[bytes]], rng: random.Random,
+          counts: dict[str, Counter], crashes: list[dict], slow: list[dict], work: Path, start: float) -> int:
     for i in range(1, a.inputs + 1):
         target = TARGETS[names[i % len(names)]]
         if target.edit is not None and rng.random() < 0.5:
@@ -95,10 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             slow.append({"target": target.name, "seconds": round(took, 1), "input_sha1": hashlib.sha1(data).hexdigest()})
         if i % a.report_every == 0:
             _print(_report(counts, crashes, slow, i, time.perf_counter() - start))
-    report = _report(counts, crashes, slow, a.inputs, time.perf_counter() - start)
-    (a.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    _print(report)
-    return 1 if crashes else 0
+    return a.inputs
 
 
 if __name__ == "__main__":
