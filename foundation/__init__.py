@@ -1,10 +1,13 @@
 """tracefabric: which load-balancing and congestion-control scheme gives the shortest
 training iteration for this model on this cluster, and why.
 
-Layers (each a subpackage, mapped onto the repository's top-level folders):
-`traces` (Chakra ETs) -> `collectives` (flow DAGs) -> `network_backends` (packet engine,
-analytical models) -> this package's CLI, comparisons and plots. `astra_configs` holds
-configuration data and scheme presets."""
+The package root is the foundation every layer stands on (`errors`, `jsonio`, `specs`,
+`resources`, and the engine `_core`); the layers are subpackages, each mapped onto a top-level
+folder of the repository, each importing only those below it:
+
+    tools (CLI, comparisons, fuzz) > interop (ASTRA-sim) > collectives (workload + system layers)
+      > traces (Chakra ETs) | network_backends (packet engine, analytical models)
+      > astra_configs (ASTRA-sim formats, scheme presets) > the root"""
 
 from .errors import (
     ConfigError,
