@@ -47,6 +47,8 @@ pub struct CollectiveSpec<'a> {
     pub matrix: Option<&'a [u64]>,
     /// Broadcast root (group position).
     pub root: u32,
+    /// ASTRA-sim 2.x's variant where it differs from the physical one (ring all-to-all).
+    pub astra: bool,
 }
 
 impl CollectiveSpec<'_> {
@@ -170,6 +172,7 @@ mod tests {
             blocks: Blocks::Exact,
             matrix: None,
             root: 0,
+            astra: false,
         }
     }
 

@@ -6,7 +6,8 @@
 use super::flow_layout::plan_instance;
 use super::Executor;
 use crate::error::SystemResult;
-use crate::system::{Phase, Policy};
+use crate::plan::Phase;
+use crate::system::Policy;
 use crate::workload::NONE;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

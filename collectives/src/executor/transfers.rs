@@ -56,6 +56,14 @@ impl Executor<'_> {
     }
 
     pub(super) fn on_flow_done(&mut self, t: Ps, id: u64) -> SystemResult<()> {
+        if self.astra {
+            return if id >= self.ids.p2p_base {
+                self.pair_arrived((id - self.ids.p2p_base) as usize, t);
+                Ok(())
+            } else {
+                self.rank_arrival(t, id)
+            };
+        }
         if id >= self.ids.p2p_base {
             self.send_arrived((id - self.ids.p2p_base) as usize, t);
             return Ok(());

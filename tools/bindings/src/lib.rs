@@ -529,6 +529,7 @@ fn collective_flows(
         },
         matrix: None,
         root: 0,
+        astra: false,
     };
     let dag = algo
         .build(&spec)
