@@ -599,6 +599,12 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+# Registered last: its module takes the option types and helpers above.
+from .cli_htsim import htsim  # noqa: E402
+
+app.add_typer(htsim, name="htsim")
+
+
 def _usage_message(e: ClickException) -> str:
     """Click's message, with the value the user gave where it does not name it (typer's type
     checks say `Input should be a valid integer` without the input), and the help to read."""
