@@ -10,11 +10,11 @@
 //! both handlers on arrival.
 
 use super::{Executor, Timer};
-use crate::error::{SystemError, SystemResult};
+use crate::error::SystemResult;
 use crate::workload::{NodeInput, NodeKind};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use tracefabric_netapi::{FlowRequest, Ps, PS_PER_NS};
+use tracefabric_netapi::{Ps, PS_PER_NS};
 
 /// The resources a node takes: 0 GPU compute, 1 CPU compute, 2 communication.
 pub(super) const COMM: usize = 2;
@@ -116,20 +116,7 @@ impl Executor<'_> {
                 self.timer(now.saturating_add(d), Timer::NodeDone(r, i));
             }
             NodeKind::Collective => self.issue_rank_collective(r, i)?,
-            NodeKind::Send => {
-                let k = self.m.link[r as usize][i as usize];
-                let p = self.m.p2p[k as usize];
-                self.flows += 1;
-                let req = FlowRequest {
-                    id: self.ids.p2p_base + k as u64,
-                    src: p.src,
-                    dst: p.dst,
-                    bytes: p.bytes,
-                };
-                self.net
-                    .start_flow(req, now)
-                    .map_err(SystemError::Network)?;
-            }
+            NodeKind::Send => self.send_pair(self.m.link[r as usize][i as usize], now)?,
             NodeKind::Recv => {
                 let k = self.m.link[r as usize][i as usize] as usize;
                 self.pairs[k].recv_issued = true;

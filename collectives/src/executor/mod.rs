@@ -103,6 +103,20 @@ pub struct Executor<'a> {
     scratch_succ: Vec<(usize, u32)>,
 }
 
+/// Puts `item` in a free slot of `slots` (one `free` lists), else a new one; returns its index.
+fn reuse_slot<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(s) => {
+            slots[s as usize] = Some(item);
+            s
+        }
+        None => {
+            slots.push(Some(item));
+            (slots.len() - 1) as u32
+        }
+    }
+}
+
 /// Runs the workload to completion on `net`.
 pub fn run(
     w: &WorkloadInput,

@@ -12,13 +12,14 @@
 //! Arrivals before their receive is posted wait (ASTRA-sim's network keeps them).
 
 use super::flow_layout::{plan_instance, InstancePlan};
-use super::{Executor, Timer};
+use super::transfers::{dependency_done, flow_of};
+use super::{reuse_slot, Executor, Timer};
 use crate::error::{SystemError, SystemResult};
 use crate::system::Policy;
 use crate::workload::NONE;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use tracefabric_netapi::{FlowRequest, Ps, CLOCK_LIMIT_PS};
+use tracefabric_netapi::{Ps, CLOCK_LIMIT_PS};
 
 const NOT_STARTED: Ps = Ps::MAX;
 
@@ -208,16 +209,7 @@ impl Executor<'_> {
             pending: HashMap::new(),
             unfinished: n as u32,
         };
-        let id = match self.free_runs.pop() {
-            Some(s) => {
-                self.runs[s as usize] = Some(run);
-                s
-            }
-            None => {
-                self.runs.push(Some(run));
-                (self.runs.len() - 1) as u32
-            }
-        };
+        let id = reuse_slot(&mut self.runs, &mut self.free_runs, run);
         self.rank_inst[k as usize].run_of[slot] = id;
         id
     }
@@ -262,15 +254,8 @@ impl Executor<'_> {
         if at >= CLOCK_LIMIT_PS {
             return Err(self.clock_error(at, "a collective transfer starts"));
         }
-        let members = &phase.subgroups[sub as usize];
-        let req = FlowRequest {
-            id: rp.base + local,
-            src: members[tr.src as usize],
-            dst: members[tr.dst as usize],
-            bytes: tr.bytes,
-        };
-        self.flows += 1;
-        self.net.start_flow(req, at).map_err(SystemError::Network)
+        let req = flow_of(rp.base + local, &phase.subgroups[sub as usize], tr);
+        self.send(req, at)
     }
 
     /// Collective flow `id` arrived at `t`.
@@ -381,17 +366,8 @@ impl Executor<'_> {
         }
         for (j, deps) in next.drain(..) {
             let g = sub * len + j as u64;
-            if deps <= 1 {
-                successors.push((g, ready));
-            } else {
-                let e = rp.pending.entry(g).or_insert((deps, 0));
-                e.0 -= 1;
-                e.1 = e.1.max(ready);
-                if e.0 == 0 {
-                    let at = e.1;
-                    rp.pending.remove(&g);
-                    successors.push((g, at));
-                }
+            if let Some(at) = dependency_done(&mut rp.pending, g, deps, ready) {
+                successors.push((g, at));
             }
         }
         let done_at = (rp.left_in[q as usize] == 0).then_some(rp.done_at[q as usize]);

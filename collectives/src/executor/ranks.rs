@@ -2,11 +2,11 @@
 //! units that run compute nodes, and point-to-point send/receive pairs.
 
 use super::{Executor, Timer};
-use crate::error::{SystemError, SystemResult};
+use crate::error::SystemResult;
 use crate::workload::{NodeInput, NodeKind, RankInput};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use tracefabric_netapi::{FlowRequest, Ps};
+use tracefabric_netapi::Ps;
 
 pub(super) struct RankRt {
     pub(super) waiting_deps: Vec<u32>,
@@ -125,23 +125,7 @@ impl Executor<'_> {
                     self.start_instance(k, at)?;
                 }
             }
-            NodeKind::Send => {
-                let k = self.m.link[r as usize][i as usize];
-                let p = self.m.p2p[k as usize];
-                self.flows += 1;
-                let id = self.ids.p2p_base + k as u64;
-                self.net
-                    .start_flow(
-                        FlowRequest {
-                            id,
-                            src: p.src,
-                            dst: p.dst,
-                            bytes: p.bytes,
-                        },
-                        at,
-                    )
-                    .map_err(SystemError::Network)?;
-            }
+            NodeKind::Send => self.send_pair(self.m.link[r as usize][i as usize], at)?,
             NodeKind::Recv => {
                 let k = self.m.link[r as usize][i as usize] as usize;
                 self.pairs[k].recv_issued = true;
