@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tracefabric.iteration import simulate
+from tracefabric.iteration import SimulationError, simulate
 from tracefabric.traces.chakra_io import COMM_TYPES, EtNode, write_trace
 
 GB = 2**30 / 1e9
@@ -216,3 +216,20 @@ def test_a_sub_group_runs_a_ring_whatever_the_config_names(shared, tmp_path, dir
     r = simulate(write(tmp_path, per_rank, TP), system, f / "network.yml", backend="analytical:astra-unaware")
     assert r.ranks["wall_ns"].tolist() == [ring_all_reduce(2, 2**20, *SWITCH)] * 8
     assert set(r.collectives["algorithm"]) == {"ring"}
+
+
+def test_opposite_orders_on_two_groups_deadlock_as_in_astra_sim(shared, tmp_path):
+    # Ranks 0 and 1 share two groups and issue their all-reduces in opposite id orders: each
+    # holds its communication slot for the collective the other has not issued.
+    groups = {"1": [0, 1], "2": [0, 1]}
+    per_rank = [[coll(0, "ALL_REDUCE", 1024, pg="1"), coll(1, "ALL_REDUCE", 1024, pg="2")],
+                [coll(0, "ALL_REDUCE", 1024, pg="2"), coll(1, "ALL_REDUCE", 1024, pg="1")]]
+    net = {"topology": ["Switch"], "npus_count": [2], "bandwidth": [50], "latency": [500]}
+    f = shared / "fixtures" / "astra-sim" / "multi" / "x_two_groups8"
+    wl = write(tmp_path, per_rank, groups)
+    with pytest.raises(SimulationError, match=r"deadlock: rank 0 has 2 nodes that can never run; .*t\.0\.et: node 1: it "
+                                              r"waits for the rank's communication slot, held by node 0 that never finishes"):
+        simulate(wl, f / "system.json", net, backend="analytical:astra-unaware")
+    # The physical model runs both at once.
+    r = simulate(wl, f / "system.json", net, backend="analytical:flow")
+    assert len(r.collectives) == 2
