@@ -93,8 +93,9 @@ def stub_binary(tmp_path: Path, lines: list[str], name: str) -> Path:
     return stub
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", [f for f in FOLDERS if not f.startswith("j_")])
-def test_export_run_and_parse_agree_with_run_on_the_same_folder(shared, tmp_path, name):
+def test_export_run_and_parse_agree_with_run_on_the_same_folder(shared, tmp_path, name, mode):
     folder = multi(shared) / name
     exp = tmp_path / "exp"
     astra_sim.export(read_workload(folder / "workload"), read_system(folder / "system.json"),
@@ -104,10 +105,12 @@ def test_export_run_and_parse_agree_with_run_on_the_same_folder(shared, tmp_path
         assert (exp / "workload" / et.name).read_bytes() == et.read_bytes(), et.name
     for cfg in ("system.json", "network.yml", "memory.json", "comm_groups.json", "run.sh"):
         assert (exp / cfg).read_text() == (folder / cfg).read_text(), cfg
-    expected = astra_results(shared)[(name, "unaware")]
+    expected = astra_results(shared)[(name, mode)]
+    if None in expected.values():  # the aware binary refuses the 2-D networks (see above)
+        return
     printed = [f"sys[{rank}] finished, {w} cycles, exposed communication {e} cycles." for rank, (w, e) in sorted(expected.items())]
-    df = astra_sim.run(stub_binary(tmp_path, printed, "AstraSim_Analytical_Congestion_Unaware"), exp)
-    ours = run_folder(exp, "unaware")
+    df = astra_sim.run(stub_binary(tmp_path, printed, f"AstraSim_Analytical_Congestion_{mode.title()}"), exp)
+    ours = run_folder(exp, mode)
     assert df["finished_ns"].tolist() == ours.ranks["wall_ns"].tolist() == [w for _, (w, _) in sorted(expected.items())]
     assert df["exposed_comm_ns"].tolist() == ours.ranks["exposed_comm_ns"].tolist()
 
