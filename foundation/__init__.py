@@ -10,6 +10,7 @@ folder of the repository, each importing only those below it:
       > astra_configs (ASTRA-sim formats, scheme presets) > the root"""
 
 from .errors import (
+    AstraExtensionWarning,
     ConfigError,
     FlowError,
     MissingDependencyError,
@@ -23,6 +24,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AstraExtensionWarning",
     "ConfigError",
     "FlowError",
     "MissingDependencyError",

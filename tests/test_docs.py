@@ -33,7 +33,7 @@ def test_site_builds_strictly(tmp_path):
     for page in pages:  # every page rendered: index.md -> index.html, the rest -> name/index.html
         html = tmp_path / "site" / (page.parent if page.name == "index" else page) / "index.html"
         assert html.is_file(), f"docs/{page}.md was not rendered"
-    assert len(pages) >= 18
+    assert len(pages) >= 20
 
 
 def _table_names(page: Path, section: str = "") -> list[str]:
@@ -77,7 +77,7 @@ def test_command_reference_lists_every_command():
     reference = (DOCS / "cli.md").read_text()
     rows = re.findall(r"^\| `(tracefabric[a-z -]*)` \|", reference, flags=re.M)
     assert sorted(rows) == commands
-    assert "tracefabric net compare" in commands and len(commands) == 13
+    assert "tracefabric net compare" in commands and len(commands) == 15
     for command in commands:  # each with an example
         assert re.search(rf"^{command}( |$)", reference, flags=re.M), command
 

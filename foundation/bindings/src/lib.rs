@@ -173,6 +173,7 @@ fn simulate_packet(
     links.set_item("data_bytes", lcol(&|l| l.data_bytes))?;
     links.set_item("bytes", lcol(&|l| l.bytes))?;
     links.set_item("max_queue_bytes", lcol(&|l| l.max_queue_bytes))?;
+    links.set_item("down_ps", lcol(&|l| l.down_ps))?;
     out.set_item("links", links)?;
     out.set_item("cct_ps", report.cct_ps)?;
     out.set_item("lower_bound_ps", report.lower_bound_ps)?;
@@ -184,7 +185,14 @@ fn simulate_packet(
     out.set_item("data_packets_dropped", report.data_packets_dropped)?;
     out.set_item("acks_dropped", report.acks_dropped)?;
     out.set_item("data_packets_trimmed", report.data_packets_trimmed)?;
-    out.set_item("data_packets_lost_on_links", report.data_packets_lost_on_links)?;
+    out.set_item(
+        "data_packets_lost_on_links",
+        report.data_packets_lost_on_links,
+    )?;
+    out.set_item("frames_blackholed", report.frames_blackholed)?;
+    out.set_item("data_bytes_blackholed", report.data_bytes_blackholed)?;
+    out.set_item("reroutes", report.reroutes)?;
+    out.set_item("rho_max", report.rho_max)?;
     out.set_item("data_bytes_trimmed", report.data_bytes_trimmed)?;
     out.set_item("ecn_marks", report.ecn_marks)?;
     out.set_item("packets_alive_at_end", report.packets_alive_at_end)?;
@@ -199,6 +207,30 @@ fn simulate_packet(
     }
     out.set_item("scheme_counters", counters)?;
     out.set_item("digest", report.digest)?;
+    Ok(out.into_any().unbind())
+}
+
+/// The flows a packet config's traffic starts (generated with the config's seed, checked
+/// against its fabric), without running them: (src, dst, bytes, start_ps) columns.
+#[pyfunction]
+fn traffic_flows(py: Python<'_>, config_json: &str) -> PyResult<PyObject> {
+    let cfg = SimConfig::from_json(config_json).map_err(to_py_err)?;
+    cfg.validate().map_err(to_py_err)?;
+    let Some(traffic) = &cfg.traffic else {
+        return Err(to_py_err(SimError::InvalidConfig {
+            field: "traffic".into(),
+            message: "missing: the flows come from a traffic".into(),
+        }));
+    };
+    let fabric = Fabric::build(cfg.fabric()).map_err(|e| to_py_err(e.into()))?;
+    let specs = tracefabric_packet::traffic::generate(traffic, &fabric.topology, cfg.seed)
+        .map_err(to_py_err)?;
+    tracefabric_packet::traffic::check(&specs, fabric.hosts()).map_err(to_py_err)?;
+    let out = PyDict::new(py);
+    out.set_item("src", specs.iter().map(|f| f.src).collect::<Vec<_>>())?;
+    out.set_item("dst", specs.iter().map(|f| f.dst).collect::<Vec<_>>())?;
+    out.set_item("bytes", specs.iter().map(|f| f.bytes).collect::<Vec<_>>())?;
+    out.set_item("start_ps", specs.iter().map(|f| f.start.0).collect::<Vec<_>>())?;
     Ok(out.into_any().unbind())
 }
 
@@ -533,6 +565,7 @@ fn collective_flows(
         },
         matrix: None,
         root: 0,
+        astra: false,
     };
     let dag = algo
         .build(&spec)
@@ -569,6 +602,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_packet, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     m.add_function(wrap_pyfunction!(fabric_hosts, m)?)?;
+    m.add_function(wrap_pyfunction!(traffic_flows, m)?)?;
     m.add_function(wrap_pyfunction!(backend_names, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     Ok(())
