@@ -1,2 +1,3 @@
 """Interop with other simulators: export a run for a real ASTRA-sim, run one and parse what it
-prints (`astra_sim`). It reads traces, configs and workloads, so it sits above the system layer."""
+prints (`astra_sim`); export a traffic or a collective for htsim and parse its output (`htsim`).
+They read traces, configs and workloads, so they sit above the system layer."""

@@ -15,9 +15,9 @@ from tracefabric import _core
 from tracefabric.tools.cli import app
 from tracefabric.collectives import collective_flows
 from tracefabric.errors import TrafficFileError
-from tracefabric.network_backends.htsim.cm import CmFailure, ConnectionMatrix, format_cm, read_cm
-from tracefabric.network_backends.htsim.export import collective_matrix, traffic_matrix, uec_flags
-from tracefabric.network_backends.htsim.output import HtsimOutputError, parse_output
+from tracefabric.network_backends.packet.cm import CmFailure, ConnectionMatrix, format_cm, read_cm
+from tracefabric.interop.htsim.export import collective_matrix, traffic_matrix, uec_flags
+from tracefabric.interop.htsim.output import HtsimOutputError, parse_output
 from tracefabric.network_backends.packet import build_config
 
 runner = CliRunner()

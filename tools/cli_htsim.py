@@ -37,8 +37,8 @@ def htsim_export(
     buffer: BufferBytes = "800KB",
 ) -> None:
     """Write flows as an htsim connection matrix and print the htsim_uec command for the same fabric."""
-    from ..network_backends.htsim.cm import format_cm
-    from ..network_backends.htsim.export import collective_matrix, traffic_matrix, uec_flags
+    from ..network_backends.packet.cm import format_cm
+    from ..interop.htsim.export import collective_matrix, traffic_matrix, uec_flags
     from ..network_backends.packet import build_config, fabric_hosts
     from ..specs import parse_size
 
@@ -73,8 +73,8 @@ def htsim_parse(
     flows_out: Annotated[Optional[Path], typer.Option(help="Write the per-flow frame here (.csv or .parquet).")] = None,
 ) -> None:
     """Read htsim's per-flow completions into tracefabric's flow frame."""
-    from ..network_backends.htsim.cm import read_cm
-    from ..network_backends.htsim.output import parse_output
+    from ..network_backends.packet.cm import read_cm
+    from ..interop.htsim.output import parse_output
 
     if not output.is_file():
         raise TracefabricError(f"{output}: {not_a_file(output)}")

@@ -2,7 +2,7 @@
 
 CSV: a header with `src,dst,bytes` and optionally `start_us` (or `start_ps`; one per flow).
 JSON: a list of objects with the same keys, or `{"flows": [...]}`.
-Connection matrix (htsim, `network_backends/htsim/cm.py`): `Nodes N`, `Connections C`, then
+Connection matrix (htsim, `network_backends/packet/cm.py`): `Nodes N`, `Connections C`, then
 `SRC->DST id ID start US size BYTES`. The engine runs flows with a start time: triggers and
 failures are refused with the line they appear on (`tracefabric htsim` reads and writes them).
 """
@@ -21,7 +21,7 @@ from ... import _core
 from ...errors import TrafficFileError
 from ...jsonio import DuplicateKeyError, loads_json, not_a_file
 from ...specs import DECIMAL, shown
-from ..htsim.cm import FLOW_LINE, INT_MAX, MAX_START_US, UINT, nonneg_int, read_cm
+from .cm import FLOW_LINE, INT_MAX, MAX_START_US, UINT, nonneg_int, read_cm
 
 
 

@@ -18,8 +18,8 @@ from typing import Any
 from ... import _core
 from ...collectives import collective_flows
 from ...errors import ConfigError, from_engine
-from ..packet import fabric_hosts
-from .cm import INT_MAX, CmFlow, CmTrigger, ConnectionMatrix
+from ...network_backends.packet import fabric_hosts
+from ...network_backends.packet.cm import INT_MAX, CmFlow, CmTrigger, ConnectionMatrix
 
 # tracefabric scheme -> htsim_uec flags that select the nearest behaviour; others have none.
 LB_FLAGS = {"reps": ["-load_balancing_algo", "reps"], "host_spray": ["-load_balancing_algo", "oblivious"],

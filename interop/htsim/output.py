@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ...errors import TracefabricError
-from .cm import ConnectionMatrix
+from ...network_backends.packet.cm import ConnectionMatrix
 
 _FINISHED = re.compile(r"^Flow (?P<name>\S+?)_(?P<src>[0-9]+)_(?P<dst>[0-9]+) (?:flowId |flow_id )?(?P<id>[0-9]+) "
                        r"(?:\S+ )?finished at (?P<us>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
