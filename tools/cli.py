@@ -29,7 +29,7 @@ from ..errors import ConfigError, TracefabricError
 from ..jsonio import not_a_file
 
 
-class _OneValueCommand(TyperCommand):
+class OneValueCommand(TyperCommand):
     """Refuses an option given twice (click would keep the last value without a word).
     Repeatable options (--param, --traffic of compare, --option) are exempt."""
 
@@ -83,7 +83,8 @@ BufferBytes = Annotated[str, typer.Option(help="Output buffer per switch port, e
 Failures = Annotated[Optional[str], typer.Option(help="Link failures: probability=P,detection_us=D,convergence_us=G (unset G: never), or a JSON object with links: [{nodes: [a, b], down_at_us, up_at_us, rate_fraction}].")]
 
 
-def _common(link_gbps: float, latency_ns: float, buffer: str) -> dict:
+def fabric_settings(link_gbps: float, latency_ns: float, buffer: str) -> dict:
+    """The engine's link and switch settings from the common options of `net` and `htsim`."""
     from ..specs import parse_size
 
     return {"link": {"rate_gbps": link_gbps, "latency_ns": latency_ns}, "switch": {"buffer_bytes": parse_size(buffer, "buffer")}}
@@ -114,7 +115,7 @@ def _progress() -> _LazyProgress:
     return _LazyProgress()
 
 
-@net.command("run", cls=_OneValueCommand)
+@net.command("run", cls=OneValueCommand)
 def net_run(
     topology: Topology = "fat-tree:k=8",
     traffic: Annotated[str, typer.Option(help="permutation:size=1MiB[,inter_pod=true] | all-to-all:size=1MiB[,staggered=true][,shuffled=true] | incast:senders=N,size=S[,dst=0] | file:PATH (.csv/.json/.cm)")] = "permutation:size=1MiB",
@@ -134,7 +135,7 @@ def net_run(
     """Run one packet-level simulation and print CCT, its lower bound and per-stage queues."""
     from ..network_backends.packet import simulate
 
-    _prepare_frame_path(flows_out, "--flows-out")
+    prepare_frame_path(flows_out, "--flows-out")
     params = _parse_params(param or [])
     with _progress() as bar:
         task = bar.add_task("simulating", total=None)
@@ -145,9 +146,9 @@ def net_run(
             return True
 
         r = simulate(topology, traffic, progress=progress, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed, failures=failures,
-                     **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
+                     **{f"{k}_params": v for k, v in params.items()}, **fabric_settings(link_gbps, latency_ns, buffer))
     if flows_out:
-        _write_frame(r.flows, flows_out)
+        write_frame(r.flows, flows_out)
     if as_json:
         print(json.dumps({**r.summary_row(), "stages": r.stages.to_dict(orient="records")}, indent=2))
         return
@@ -166,7 +167,7 @@ def net_run(
     console.print(s)
 
 
-@net.command("compare", cls=_OneValueCommand)
+@net.command("compare", cls=OneValueCommand)
 def net_compare(
     topology: Topology = "fat-tree:k=8",
     traffic: Annotated[Optional[list[str]], typer.Option(help="Traffic matrix; repeat for one chart panel each.")] = None,
@@ -203,7 +204,7 @@ def net_compare(
             return progress
 
         runs = compare(names, traffics, topology=topology, seeds=list(range(1, seeds + 1)), on_run=on_run,
-                       before_runs=lambda: _make_dir(out), **_common(link_gbps, latency_ns, buffer))
+                       before_runs=lambda: make_output_dir(out), **fabric_settings(link_gbps, latency_ns, buffer))
     summary = summarize(runs)
     runs.to_csv(out / "runs.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
@@ -218,7 +219,7 @@ def net_compare(
     console.print(f"wrote {out / 'runs.csv'}, {out / 'summary.csv'}, {png}")
 
 
-@net.command("schemes", cls=_OneValueCommand)
+@net.command("schemes", cls=OneValueCommand)
 def net_schemes() -> None:
     """List scheme presets and the registered LB / CC / loss-recovery names."""
     from ..network_backends.packet import scheme_names
@@ -234,7 +235,7 @@ def net_schemes() -> None:
         console.print(f"{family}: {', '.join(names)}")
 
 
-@trace.command("synthesize", cls=_OneValueCommand)
+@trace.command("synthesize", cls=OneValueCommand)
 def trace_synthesize(
     model: Annotated[str, typer.Option(help="Zoo model (llama3-8b|70b|405b, gpt2-small..xl, mixtral-8x7b, deepseek-v3; tiny-llama, tiny-moe: the captured workloads), a config.json path or a Hugging Face model folder holding one.")] = "llama3-8b",
     world: Annotated[int, typer.Option(help="Number of ranks (GPUs).")] = 1024,
@@ -260,7 +261,7 @@ def trace_synthesize(
     from ..traces.models import get_model
     from ..traces.synthesis import Plan, read_routing, synthesize, write
 
-    _make_dir(out)
+    make_output_dir(out)
     rows = read_routing(routing) if routing else None
     try:
         s = synthesize(get_model(model), Plan(parallel, world, gpus_per_server, precision, gpu, seq, micro_batch, seed, tp, ep,
@@ -291,7 +292,7 @@ def trace_synthesize(
     console.print(f"wrote {world} traces to {out}")
 
 
-@trace.command("capture", cls=_OneValueCommand)
+@trace.command("capture", cls=OneValueCommand)
 def trace_capture(
     out: Annotated[Path, typer.Option(help="Capture folder: capture.json, raw/rank<r>.{host,kineto}.json, records/, et/.")] = Path("runs/capture"),
     workload: Annotated[Optional[str], typer.Option(help="Built-in workload: fsdp2-llama (default), fsdp1-llama or moe.")] = None,
@@ -331,7 +332,7 @@ def trace_capture(
         _convert_and_report(folder)
 
 
-@trace.command("convert", cls=_OneValueCommand)
+@trace.command("convert", cls=OneValueCommand)
 def trace_convert(
     capture_dir: Annotated[Path, typer.Argument(help="A folder written by `trace capture`.")],
     out: Annotated[Optional[Path], typer.Option(help="Where linked/, chakra/ and et/ go (default: the capture folder).")] = None,
@@ -354,7 +355,7 @@ def _convert_and_report(capture_dir: Path, out: Optional[Path] = None) -> None:
         raise typer.Exit(1)
 
 
-@trace.command("inspect", cls=_OneValueCommand)
+@trace.command("inspect", cls=OneValueCommand)
 def trace_inspect(
     et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
     ranks: Annotated[int, typer.Option(min=1, help="Show at most this many ranks.")] = 8,
@@ -380,7 +381,7 @@ def trace_inspect(
             console.print(f"rank {row['rank']} group {g}{' ' + str(members) if members else ''}: " + ", ".join(seq))
 
 
-@trace.command("rescale", cls=_OneValueCommand)
+@trace.command("rescale", cls=OneValueCommand)
 def trace_rescale(
     et: Annotated[Path, typer.Argument(help="Folder of a captured (converted) trace: trace.<r>.et + comm_groups.json.")],
     ranks: Annotated[int, typer.Option(help="New number of ranks.")],
@@ -394,7 +395,7 @@ def trace_rescale(
                   f"{len(r['resized_on_rank0'])} collective size(s) changed by padding")
 
 
-@trace.command("validate", cls=_OneValueCommand)
+@trace.command("validate", cls=OneValueCommand)
 def trace_validate(
     et: Annotated[Path, typer.Argument(help="Folder of <prefix>.<rank>.et files, a prefix (dir/trace) or one of its files (dir/trace.0.et).")],
 ) -> None:
@@ -413,7 +414,7 @@ def trace_validate(
 Backend = Annotated[str, typer.Option(help=" | ".join(_core.backend_names()))]
 
 
-@app.command("run", cls=_OneValueCommand)
+@app.command("run", cls=OneValueCommand)
 def run_iteration(
     workload: Annotated[Path, typer.Option(help="ET prefix (dir/name for dir/name.<rank>.et), one of its files (dir/name.0.et) or a directory of ETs.")],
     system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
@@ -432,7 +433,7 @@ def run_iteration(
     from ..collectives.iteration import simulate
 
     if out:
-        _make_dir(out)
+        make_output_dir(out)
     with err_console.status(f"simulating on {backend}"):
         r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
                      scheme=scheme, lb=lb, cc=cc, loss=loss)
@@ -458,7 +459,7 @@ def run_iteration(
     console.print(c)
 
 
-@astra.command("export", cls=_OneValueCommand)
+@astra.command("export", cls=OneValueCommand)
 def astra_export(
     workload: Annotated[Path, typer.Option(help="ET prefix or directory.")],
     system: Annotated[Path, typer.Option(help="ASTRA-sim system JSON.")],
@@ -480,7 +481,7 @@ def astra_export(
     console.print(f"wrote {w.ranks} ETs and configs to {out}; run it with: {files['run']} PATH/TO/AstraSim_Analytical_Congestion_Unaware")
 
 
-@astra.command("run", cls=_OneValueCommand)
+@astra.command("run", cls=OneValueCommand)
 def astra_run(
     export_dir: Annotated[Path, typer.Argument(help="A directory written by `tracefabric astra export`.")],
     binary: Annotated[Optional[Path], typer.Option(help="ASTRA-sim analytical binary (AstraSim_Analytical_Congestion_Unaware or _Aware).")] = None,
@@ -493,7 +494,7 @@ def astra_run(
     _print_astra(df, f"ASTRA-sim ({binary})")
 
 
-@astra.command("parse", cls=_OneValueCommand)
+@astra.command("parse", cls=OneValueCommand)
 def astra_parse(output: Annotated[Path, typer.Argument(help="A file holding what ASTRA-sim printed.")]) -> None:
     """Parse ASTRA-sim's printed results (sys[r] finished, ... cycles) into a table."""
     from ..interop.astra_sim import parse_output
@@ -532,7 +533,7 @@ def _parse_params(items: list[str]) -> dict[str, dict]:
 FRAME_SUFFIXES = (".csv", ".parquet")
 
 
-def _prepare_frame_path(path: Optional[Path], option: str) -> None:
+def prepare_frame_path(path: Optional[Path], option: str) -> None:
     """Before any simulation runs: refuse an output file whose format we would have to guess,
     and create its folder (so a path that cannot be written fails now, not after the run)."""
     if path is None:
@@ -541,10 +542,10 @@ def _prepare_frame_path(path: Optional[Path], option: str) -> None:
         raise typer.BadParameter(f"{path}: expected a file ending in {' or '.join(FRAME_SUFFIXES)}", param_hint=option)
     if path.is_dir():
         raise typer.BadParameter(f"{path}: is a folder; give a file name", param_hint=option)
-    _make_dir(path.parent)
+    make_output_dir(path.parent)
 
 
-def _make_dir(path: Path) -> Path:
+def make_output_dir(path: Path) -> Path:
     """Create an output folder up front and check it takes files, so a bad path fails before
     the runs, not after (an existing folder may be read-only)."""
     path.mkdir(parents=True, exist_ok=True)
@@ -557,8 +558,8 @@ def _make_dir(path: Path) -> Path:
     return path
 
 
-def _write_frame(df, path: Path) -> None:
-    _make_dir(path.parent)
+def write_frame(df, path: Path) -> None:
+    make_output_dir(path.parent)
     if path.suffix.lower() == ".parquet":
         df.to_parquet(path, index=False)
     else:

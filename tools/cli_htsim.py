@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from .cli import (BufferBytes, LatencyNs, LinkGbps, Seed, Topology, _OneValueCommand, _common, _make_dir,
-                  _prepare_frame_path, _write_frame, console)
+from .cli import (BufferBytes, LatencyNs, LinkGbps, OneValueCommand, Seed, Topology, console, fabric_settings,
+                  make_output_dir, prepare_frame_path, write_frame)
 from ..errors import ConfigError, TracefabricError
 from ..jsonio import not_a_file
 
@@ -20,7 +20,7 @@ htsim = typer.Typer(help="htsim interop: export a traffic or a collective as a c
                     no_args_is_help=True)
 
 
-@htsim.command("export", cls=_OneValueCommand)
+@htsim.command("export", cls=OneValueCommand)
 def htsim_export(
     out: Annotated[Path, typer.Option(help="Connection matrix to write (.cm).")],
     topology: Topology = "fat-tree:k=8",
@@ -46,7 +46,7 @@ def htsim_export(
         raise ConfigError("give one of --traffic or --collective", "traffic")
     if out.suffix.lower() != ".cm":
         raise ConfigError(f"--out {out}: expected a connection-matrix file ending in .cm", "out")
-    cfg = build_config(topology, traffic, scheme=scheme, lb=lb, cc=cc, seed=seed, **_common(link_gbps, latency_ns, buffer))
+    cfg = build_config(topology, traffic, scheme=scheme, lb=lb, cc=cc, seed=seed, **fabric_settings(link_gbps, latency_ns, buffer))
     if traffic is not None:
         if ranks is not None or size is not None:
             raise ConfigError("--ranks and --size describe a --collective, not a --traffic", "ranks")
@@ -57,7 +57,7 @@ def htsim_export(
             raise ConfigError(f"--collective {collective!r}: expected ALGORITHM:KIND (ring:all_reduce) with --ranks and --size",
                               "collective")
         cm = collective_matrix(algorithm, kind, ranks, parse_size(size, "size"), nodes=fabric_hosts(cfg))
-    _make_dir(out.parent)
+    make_output_dir(out.parent)
     out.write_text(format_cm(cm))
     args, notes = uec_flags(cfg, str(out))
     console.print(f"wrote {len(cm.flows):,} flows and {len(cm.triggers):,} triggers on {cm.nodes} hosts to {out}")
@@ -66,7 +66,7 @@ def htsim_export(
         console.print(f"# {note}", soft_wrap=True)
 
 
-@htsim.command("parse", cls=_OneValueCommand)
+@htsim.command("parse", cls=OneValueCommand)
 def htsim_parse(
     output: Annotated[Path, typer.Argument(help="A file holding what htsim printed.")],
     cm: Annotated[Optional[Path], typer.Option(help="The connection matrix of the run: sizes, starts and FCTs.")] = None,
@@ -78,10 +78,10 @@ def htsim_parse(
 
     if not output.is_file():
         raise TracefabricError(f"{output}: {not_a_file(output)}")
-    _prepare_frame_path(flows_out, "--flows-out")
+    prepare_frame_path(flows_out, "--flows-out")
     frame = parse_output(output.read_text(errors="replace"), read_cm(cm) if cm else None, str(output))
     if flows_out:
-        _write_frame(frame, flows_out)
+        write_frame(frame, flows_out)
     t = Table(title=f"{output}: {len(frame):,} flows finished")
     for col in ("flows", "last finish (us)", "max FCT (us)", "bytes"):
         t.add_column(col, justify="right")
