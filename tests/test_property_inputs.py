@@ -195,3 +195,18 @@ def test_a_killed_fuzz_run_still_reports_what_it_tried(tmp_path):
     assert 0 < report["inputs"] < 10_000_000
     assert report["inputs"] == sum(t["inputs"] for t in report["by_target"].values())
     assert f"{report['inputs']:,} inputs" in out
+
+
+def test_an_integer_past_the_engines_range_is_named_with_its_file_and_field(tmp_path):
+    from tracefabric.astra_configs.formats import read_network
+    from tracefabric.collectives.iteration import backend_spec
+    from tracefabric.network_backends.packet import build_config
+
+    path = tmp_path / "fabric.yml"
+    path.write_text(f"topology: {{kind: fat_tree, k: 4}}\nlink: {{rate_gbps: {10**40}, latency_ns: 500}}\n")
+    with pytest.raises(ConfigError) as e:  # serde reported "number out of range at line 1 column 593"
+        backend_spec("packet", read_network(path), 1, {})
+    assert str(e.value) == (f"{path}: `link.rate_gbps`: expected a number in -2^63..2^64-1, got an integer of 41 "
+                            "digits (100000...)")
+    assert e.value.field == "link.rate_gbps"
+    assert build_config("fat-tree:k=4", None, seed=2**64 - 1)["seed"] == 2**64 - 1  # the top of the range is taken

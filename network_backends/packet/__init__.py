@@ -22,7 +22,7 @@ import pandas as pd
 from ... import _core
 from ...astra_configs import load_scheme_preset
 from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
-from ...specs import plain
+from ...specs import plain, shown
 from .specs import failures_config, topology_config, traffic_config, traffic_file_path
 from .traffic_files import connection_matrix_nodes, file_field, flow_line
 
@@ -95,9 +95,10 @@ def build_config(
             cfg[name] = value
     if failures:
         cfg["failures"] = failures_config(plain(failures))
-    bad = _first_non_finite(cfg)
+    bad = _first_unencodable(cfg)
     if bad:
-        raise ConfigError(f"`{bad[0]}`: expected a finite number, got {bad[1]}", bad[0])
+        expected = "a finite number" if isinstance(bad[1], float) else "a number in -2^63..2^64-1"
+        raise ConfigError(f"`{bad[0]}`: expected {expected}, got {shown(bad[1])}", bad[0])
     if traffic is not None:
         _check_matrix_nodes(traffic, cfg["topology"])
     return cfg
@@ -124,13 +125,16 @@ def _check_matrix_nodes(traffic: str | dict[str, Any], topology: dict[str, Any])
         raise TrafficFileError(f"`Nodes {header[0]}`, but the fabric has {hosts} hosts", path, header[1], "Nodes")
 
 
-def _first_non_finite(x: Any, where: str = "") -> tuple[str, float] | None:
-    """(dotted field, value) of the first NaN or infinity in a config (JSON cannot carry them)."""
+def _first_unencodable(x: Any, where: str = "") -> tuple[str, float | int] | None:
+    """(dotted field, value) of the first value of a config the engine cannot read: NaN or an
+    infinity (JSON cannot carry them), an integer outside the engine's -2^63..2^64-1."""
     if isinstance(x, float) and not math.isfinite(x):
+        return where, x
+    if isinstance(x, int) and not isinstance(x, bool) and not -(2**63) <= x < 2**64:
         return where, x
     items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
     for k, v in items:
-        found = _first_non_finite(v, f"{where}.{k}" if where else str(k))
+        found = _first_unencodable(v, f"{where}.{k}" if where else str(k))
         if found:
             return found
     return None
