@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ... import _core
 from ...errors import TracefabricError
 from ...network_backends.packet.cm import ConnectionMatrix
 
@@ -37,12 +38,14 @@ def parse_output(text: str, cm: ConnectionMatrix | None = None, source: str = "h
         m = _FINISHED.match(line.strip())
         if not m:
             continue
-        fid = int(m["id"])
+        fid = _count(m["id"], source, line_no)
         if fid in rows:
             raise HtsimOutputError(f"{source}: line {line_no}: flow {fid} finishes again (first on line "
                                    f"{rows[fid]['line']}); expected one line per flow")
-        rows[fid] = {"line": line_no, "flow_id": fid, "src": int(m["src"]), "dst": int(m["dst"]),
-                     "bytes": int(m["bytes"]) if m["bytes"] else None, "finish_ps": round(float(m["us"]) * 1e6)}
+        rows[fid] = {"line": line_no, "flow_id": fid, "src": _count(m["src"], source, line_no),
+                     "dst": _count(m["dst"], source, line_no),
+                     "bytes": _count(m["bytes"], source, line_no) if m["bytes"] else None,
+                     "finish_ps": _finish_ps(m["us"], source, line_no)}
     if not rows:
         raise HtsimOutputError(f"{source}: no `Flow ... finished at T` lines found (run htsim with its flow "
                                "completions printed)")
@@ -54,6 +57,25 @@ def parse_output(text: str, cm: ConnectionMatrix | None = None, source: str = "h
             frame[col] = math.nan
     frame["fct_ps"] = frame["finish_ps"] - frame["start_ps"]
     return frame[list(COLUMNS)]
+
+
+def _count(digits: str, source: str, line: int) -> int:
+    """A flow id, host or byte count: at most 20 digits (past any htsim prints; int() would
+    refuse past 4,300 with a 100-line error)."""
+    if len(digits) > 20:
+        raise HtsimOutputError(f"{source}: line {line}: a number of {len(digits)} digits ({digits[:6]}...); expected "
+                               "htsim's flow ids, hosts and byte counts")
+    return int(digits)
+
+
+def _finish_ps(us: str, source: str, line: int) -> int:
+    """A completion time in µs as picoseconds, below the simulators' 2^62 ps clock (a float:
+    htsim prints its times as doubles, and any exponent reads in constant time)."""
+    ps = float(us) * 1e6
+    if not ps < _core.CLOCK_LIMIT_PS:
+        raise HtsimOutputError(f"{source}: line {line}: finished at {us if len(us) <= 24 else us[:12] + '...'} us, past the simulators' "
+                               "picosecond clock (2^62 ps, 53 days)")
+    return round(ps)
 
 
 def _join(rows: dict[int, dict[str, Any]], cm: ConnectionMatrix, source: str) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ... import _core
 from ...errors import TrafficFileError
+from ...jsonio import not_a_file
 from ...specs import shown
 
 # ASCII digits only (`\d` and str.isdigit also take `²` and other scripts' digits, which int()
@@ -112,6 +113,17 @@ def format_cm(cm: ConnectionMatrix) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _text(path: str | Path) -> str:
+    """The file's text, or a TrafficFileError naming it: not a regular file, or not UTF-8."""
+    p = Path(path)
+    if not p.is_file():
+        raise TrafficFileError(not_a_file(p, "connection matrix"), str(p), None, "path")
+    try:
+        return p.read_text()
+    except UnicodeDecodeError as e:
+        raise TrafficFileError(f"not UTF-8 text (byte {e.start})", str(p), None, "path") from None
+
+
 def read_cm(path: str | Path, plain_flows: bool = False) -> ConnectionMatrix:
     """Parse a connection matrix, naming the line and token of anything wrong."""
     p = str(path)
@@ -120,7 +132,7 @@ def read_cm(path: str | Path, plain_flows: bool = False) -> ConnectionMatrix:
     header_lines: dict[str, int] = {}
     id_lines: dict[int, int] = {}
     trigger_lines: dict[int, int] = {}
-    for line_no, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+    for line_no, raw in enumerate(_text(path).splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

@@ -21,9 +21,11 @@ from ...collectives.iteration import backend_spec, simulate
 from ...collectives.workload import check, read_workload
 from ...errors import ConfigError, TracefabricError
 from ...interop.astra_sim import parse_output
+from ...interop.htsim.output import parse_output as parse_htsim_output
 from ...network_backends.packet import build_config, check_config, traffic_file_errors
 from ...network_backends.packet.traffic_files import read_traffic_file
-from ...network_backends.packet.specs import topology_config, traffic_config
+from ...network_backends.packet.cm import read_cm
+from ...network_backends.packet.specs import failures_config, topology_config, traffic_config
 from ...specs import parse_size
 from ...traces import validate
 from ...traces.microbenchmark import write_microbenchmark
@@ -111,7 +113,7 @@ def _run_network(path: Path, work: Path) -> None:
     net = read_network(path)
     if hasattr(net, "npus_count"):
         if net.npus == RANKS:
-            _later(lambda: simulate(_workload(work), SYSTEM, net, backend="analytical:astra-aware"))
+            _later(lambda: simulate(_workload(work), SYSTEM, net, backend="analytical:astra-unaware"))
     elif _small_fabric(net.config.get("topology")):
         backend_spec("packet", net, 1, {})  # the engine builds the fabric
 
@@ -251,13 +253,29 @@ def _run_output(path: Path, work: Path) -> None:
     parse_output(path.read_text(errors="replace"), str(path))
 
 
+_CM_FULL = (b"Nodes 16\nConnections 2\nTriggers 1\nFailures 1\n0->1 id 1 start 5 size 4096 recv_done_trigger 7 prio 3\n"
+            b"2->3 id 2 trigger 7 size 100\ntrigger id 7 barrier count 1\nfailure switch_type AGG switch_id 2 link_id 1\n")
+_HTSIM_OUT = (b"Connection 0->1 starting at 0 size 1048576\n"
+              b"Flow Uec_0_1 flowId 1 uecSrc1 finished at 23.5 total messages 1 total packets 256 RTS 0 total bytes "
+              b"1048576 in_flight now 0\nFlow ndp_2_3 2 finished at 30.25 total bytes 100\n")
+
+
+def _run_htsim_output(path: Path, work: Path) -> None:
+    """htsim's output, read against the full connection matrix it ran."""
+    cm = work / "full.cm"
+    if not cm.exists():
+        cm.write_bytes(_CM_FULL)
+    parse_htsim_output(path.read_text(errors="replace"), read_cm(cm), str(path))
+
+
 # --- command-line specs ----------------------------------------------------------------
 
 def _spec_seeds(work: Path) -> list[bytes]:
     return [s.encode() for s in ("fat-tree:k=4", "leaf-spine:leaves=4,spines=2,links_per_pair=2,oversubscription=1.5",
                                  "leaf-spine:leaves=2,spines=2,hosts_per_leaf=3", "permutation:size=1MiB,inter_pod=true",
                                  "all-to-all:size=64KiB,staggered=true,shuffled=false", "incast:senders=3,size=800KB,dst=1",
-                                 "128KiB", "1.5MiB", "4096", "800kB")]
+                                 "128KiB", "1.5MiB", "4096", "800kB", "probability=0.01,detection_us=5,convergence_us=20",
+                                 '{"links": [{"nodes": [16, 24], "down_at_us": 1}], "detection_us": 2}')]
 
 
 def _run_spec(path: Path, work: Path) -> None:
@@ -271,6 +289,9 @@ def _run_spec(path: Path, work: Path) -> None:
     elif kind in ("permutation", "all-to-all", "alltoall", "ata", "incast"):
         traffic = traffic_config(text)
         _later(lambda: check_config(build_config("fat-tree:k=4", traffic, seed=1)))
+    elif "=" in kind or text.lstrip().startswith("{"):  # --failures probability=0.01,... or a JSON object
+        failures = failures_config(text)
+        _later(lambda: check_config(build_config("fat-tree:k=4", "permutation:size=4KiB", seed=1, failures=failures)))
     elif kind != "file":  # a file is a traffic file's target
         parse_size(text)
 
@@ -292,6 +313,11 @@ TARGETS = {t.name: t for t in [
     Target("model_config", "config.json", _model_seeds, lambda p, w: get_model(p)),
     Target("routing", "routing.json", _routing_seeds, lambda p, w: read_routing(p)),
     Target("astra_output", "astra_stdout.txt", _output_seeds, _run_output),
+    Target("htsim_matrix", "full.cm", lambda w: [_CM_FULL, b"Nodes 4\nConnections 1\n0->1 id 9 start 0 size 10\n"],
+           lambda p, w: read_cm(p)),
+    Target("htsim_output", "htsim_out.txt", lambda w: [_HTSIM_OUT, b"Flow ndp_0_1 1 finished at 2.5 total bytes 4096\n"
+                                                                   b"Flow ndp_2_3 2 finished at 3 total bytes 100\n"],
+           _run_htsim_output),
     Target("spec", "", _spec_seeds, _run_spec),
 ]}
 
