@@ -34,6 +34,8 @@ mod event_loop;
 mod host;
 mod packet;
 mod ports;
+#[cfg(test)]
+pub(crate) mod probe;
 mod results;
 mod sender;
 mod setup;
