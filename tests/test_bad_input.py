@@ -293,7 +293,7 @@ def test_unknown_or_ill_typed_config_keys_are_named_by_their_path():
     with pytest.raises(ConfigError) as e:
         simulate("fat-tree:k=4", "permutation:size=4KiB", link={"bogus": 1})
     assert e.value.field == "link.bogus"
-    assert str(e.value) == "invalid config field `link.bogus`: unknown field `bogus`, expected `rate_gbps` or `latency_ns`"
+    assert str(e.value) == "invalid config field `link.bogus`: unknown field `bogus`, expected one of `rate_gbps`, `latency_ns`, `loss_rate`"
     with pytest.raises(ConfigError, match=r"`switch.buffer_bytes`: invalid type: string \"x\", expected u64$") as e:
         simulate("fat-tree:k=4", "permutation:size=4KiB", switch={"buffer_bytes": "x"})
     assert e.value.field == "switch.buffer_bytes"

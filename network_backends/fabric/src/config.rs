@@ -52,12 +52,15 @@ pub enum TopologyConfig {
 pub struct LinkConfig {
     pub rate_gbps: f64,
     pub latency_ns: f64,
+    /// Probability that a link loses a frame (each frame, each link, independently).
+    pub loss_rate: f64,
 }
 impl Default for LinkConfig {
     fn default() -> Self {
         LinkConfig {
             rate_gbps: 800.0,
             latency_ns: 500.0,
+            loss_rate: 0.0,
         }
     }
 }
@@ -137,6 +140,15 @@ impl FabricConfig {
                     ),
                 ));
             }
+        }
+        if !(0.0..1.0).contains(&self.link.loss_rate) {
+            return Err(config_err(
+                "link.loss_rate",
+                format!(
+                    "= {:?}: expected a probability in [0, 1)",
+                    self.link.loss_rate
+                ),
+            ));
         }
         let p = &self.packet;
         if p.payload_bytes == 0 {

@@ -48,8 +48,9 @@ pub struct SchemeConfig {
     pub cc_params: Params,
     pub loss: String,
     pub loss_params: Params,
-    /// What a receiver returns per data packet (`receiver::names`).
-    pub receiver: String,
+    /// What a receiver returns per data packet (`receiver::names`); unset: the policy the
+    /// loss-recovery scheme needs (`LossRecovery::receiver`).
+    pub receiver: Option<String>,
     pub receiver_params: Params,
     /// The switches' queue discipline (`qdisc::names`).
     pub qdisc: String,
@@ -64,7 +65,7 @@ impl Default for SchemeConfig {
             cc_params: Params::new(),
             loss: "erasure".into(),
             loss_params: Params::new(),
-            receiver: "ack".into(),
+            receiver: None,
             receiver_params: Params::new(),
             qdisc: "red".into(),
             qdisc_params: Params::new(),

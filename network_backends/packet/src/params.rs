@@ -42,6 +42,17 @@ impl<'a> ParamReader<'a> {
         }
     }
 
+    /// A boolean.
+    pub fn bool(&mut self, name: &str, default: bool) -> SimResult<bool> {
+        self.used.insert(name.to_string());
+        match self.params.get(name) {
+            None => Ok(default),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| self.bad(name, format!("must be true or false, got {v}"))),
+        }
+    }
+
     /// A number within [lo, hi].
     pub fn f64_in(&mut self, name: &str, default: f64, lo: f64, hi: f64) -> SimResult<f64> {
         let v = self.f64(name, default)?;

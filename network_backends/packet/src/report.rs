@@ -31,6 +31,7 @@ pub struct StageStats {
     /// Fraction of the stage's capacity used over the run (frames + gaps excluded).
     pub utilization: f64,
     pub drops: u64,
+    pub trims: u64,
     pub ecn_marks: u64,
     /// Data bytes carried by the busiest link of the stage over the stage's mean
     /// (1.0: perfectly balanced; the OFAN paper's Fig. 7 plots this minus one).
@@ -67,6 +68,12 @@ pub struct Report {
     pub data_bytes_dropped: u64,
     pub data_packets_dropped: u64,
     pub acks_dropped: u64,
+    /// Data packets trimmed to their header, and the payload bytes cut off (sent =
+    /// delivered + dropped + trimmed).
+    pub data_packets_trimmed: u64,
+    /// Data packets lost on links (`link.loss_rate`), among `data_packets_dropped`.
+    pub data_packets_lost_on_links: u64,
+    pub data_bytes_trimmed: u64,
     pub ecn_marks: u64,
     /// Packets still alive after the run drained (always 0: checked by tests).
     pub packets_alive_at_end: u64,

@@ -18,7 +18,7 @@ fn flows(list: &[(u32, u32, u64)]) -> serde_json::Value {
 fn conserved(r: &Report) {
     assert_eq!(
         r.data_bytes_sent,
-        r.data_bytes_delivered + r.data_bytes_dropped
+        r.data_bytes_delivered + r.data_bytes_dropped + r.data_bytes_trimmed
     );
     assert_eq!(r.packets_alive_at_end, 0);
     assert!(

@@ -149,6 +149,7 @@ fn simulate_packet(
             d.set_item("mean_queue_bytes", s.mean_queue_bytes)?;
             d.set_item("utilization", s.utilization)?;
             d.set_item("drops", s.drops)?;
+            d.set_item("trims", s.trims)?;
             d.set_item("ecn_marks", s.ecn_marks)?;
             d.set_item("max_link_load", s.max_link_load)?;
             Ok(d)
@@ -182,6 +183,9 @@ fn simulate_packet(
     out.set_item("data_bytes_dropped", report.data_bytes_dropped)?;
     out.set_item("data_packets_dropped", report.data_packets_dropped)?;
     out.set_item("acks_dropped", report.acks_dropped)?;
+    out.set_item("data_packets_trimmed", report.data_packets_trimmed)?;
+    out.set_item("data_packets_lost_on_links", report.data_packets_lost_on_links)?;
+    out.set_item("data_bytes_trimmed", report.data_bytes_trimmed)?;
     out.set_item("ecn_marks", report.ecn_marks)?;
     out.set_item("packets_alive_at_end", report.packets_alive_at_end)?;
     let counters = PyDict::new(py);

@@ -214,12 +214,19 @@ impl LossRecovery for Erasure {
         let (flow, seq) = (fb.flow, fb.seq);
         let f = &mut self.flows[flow as usize];
         let mut newly = 0;
+        let mut trimmed = 0;
         if let Some(slot) = f.slot(seq) {
             if let Some((_, payload)) = slot.outstanding() {
-                newly = payload;
+                if fb.nack() {
+                    trimmed = payload;
+                } else {
+                    newly = payload;
+                }
             }
             *slot = Symbol::DONE;
         }
+        // Trimmed on its way: in flight to unsent, a replacement symbol covers it.
+        f.unsent += trimmed as u64;
         // An ACK for a symbol already presumed lost counts nothing: its replacement covers it.
         // In flight to acknowledged: `unsent` stays.
         f.unacked -= newly as u64;

@@ -3,7 +3,9 @@
 //! acknowledges, what a timeout declares lost, and when the flow is complete.
 
 mod erasure;
+mod gbn;
 mod sack;
+mod trim;
 
 use crate::config::Params;
 use crate::error::SimResult;
@@ -55,6 +57,17 @@ pub trait LossRecovery: std::marker::Send {
         false
     }
 
+    /// Whether switches should trim the data packets they cannot queue (and receivers NACK
+    /// them) rather than drop them.
+    fn wants_trimming(&self) -> bool {
+        false
+    }
+
+    /// The receiver policy it relies on (`receiver::names`).
+    fn receiver(&self) -> &'static str {
+        "ack"
+    }
+
     /// Named counts for reports.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
@@ -67,7 +80,12 @@ pub trait LossRecovery: std::marker::Send {
 
 type Factory = fn(&LossInit, &Params) -> SimResult<Box<dyn LossRecovery>>;
 
-const REGISTRY: &[(&str, Factory)] = &[("erasure", erasure::build), ("sack", sack::build)];
+const REGISTRY: &[(&str, Factory)] = &[
+    ("erasure", erasure::build),
+    ("sack", sack::build),
+    ("trim", trim::build),
+    ("gbn", gbn::build),
+];
 
 pub fn names() -> Vec<&'static str> {
     crate::registry::names(REGISTRY)

@@ -38,40 +38,55 @@ pub struct Sack {
     flows: Vec<Flow>,
     payload: u32,
     threshold: u32,
+    /// Switches trim what they cannot queue (the `trim` scheme).
+    trimming: bool,
 }
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
-    let mut p = ParamReader::new("loss", "sack", params);
-    let threshold = p.u32_min("threshold", 32, 1)?;
-    p.finish()?;
-    let payload = init.payload_bytes;
-    let flows = init
-        .flow_bytes
-        .iter()
-        .map(|&bytes| {
-            let n = bytes.div_ceil(payload as u64) as u32;
-            let last_payload = (bytes - (n as u64 - 1) * payload as u64) as u32;
-            Flow {
-                n_packets: n,
-                last_payload,
-                acked: vec![false; n as usize],
-                sent_at: vec![NEVER; n as usize],
-                queued: vec![false; n as usize],
-                retransmit: VecDeque::new(),
-                next_new: 0,
-                lowest_unacked: 0,
-                highest_acked: None,
-                latest_acked_send: Time::ZERO,
-                acked_count: 0,
-                in_flight: 0,
-            }
+    Ok(Box::new(Sack::new("sack", init, params, false)?))
+}
+
+impl Sack {
+    /// SACK as scheme `name`, with or without trimming at the switches.
+    pub(super) fn new(
+        name: &str,
+        init: &LossInit,
+        params: &Params,
+        trimming: bool,
+    ) -> SimResult<Sack> {
+        let mut p = ParamReader::new("loss", name, params);
+        let threshold = p.u32_min("threshold", 32, 1)?;
+        p.finish()?;
+        let payload = init.payload_bytes;
+        let flows = init
+            .flow_bytes
+            .iter()
+            .map(|&bytes| {
+                let n = bytes.div_ceil(payload as u64) as u32;
+                let last_payload = (bytes - (n as u64 - 1) * payload as u64) as u32;
+                Flow {
+                    n_packets: n,
+                    last_payload,
+                    acked: vec![false; n as usize],
+                    sent_at: vec![NEVER; n as usize],
+                    queued: vec![false; n as usize],
+                    retransmit: VecDeque::new(),
+                    next_new: 0,
+                    lowest_unacked: 0,
+                    highest_acked: None,
+                    latest_acked_send: Time::ZERO,
+                    acked_count: 0,
+                    in_flight: 0,
+                }
+            })
+            .collect();
+        Ok(Sack {
+            flows,
+            payload,
+            threshold,
+            trimming,
         })
-        .collect();
-    Ok(Box::new(Sack {
-        flows,
-        payload,
-        threshold,
-    }))
+    }
 }
 
 impl Flow {
@@ -129,6 +144,19 @@ impl LossRecovery for Sack {
         let full = self.payload;
         let threshold = self.threshold;
         let f = &mut self.flows[flow as usize];
+        if fb.nack() {
+            // The receiver asks for `seq` again (it was trimmed on its way): resend it now.
+            let s = seq as usize;
+            if seq < f.n_packets && !f.acked[s] && f.sent_at[s] != NEVER {
+                f.in_flight = f.in_flight.saturating_sub(f.payload_of(seq, full) as u64);
+                f.queue(seq);
+                f.sent_at[s] = NEVER;
+            }
+            return AckOutcome {
+                newly_acked: 0,
+                complete: f.acked_count == f.n_packets,
+            };
+        }
         if seq >= f.n_packets || f.acked[seq as usize] {
             return AckOutcome {
                 newly_acked: 0,
@@ -203,6 +231,10 @@ impl LossRecovery for Sack {
 
     fn prefetch_ack(&self, flow: FlowId, _seq: u32) {
         prefetch_addr(self.flows.as_ptr().wrapping_add(flow as usize));
+    }
+
+    fn wants_trimming(&self) -> bool {
+        self.trimming
     }
 
     fn nothing_due(&self, flow: FlowId) -> bool {

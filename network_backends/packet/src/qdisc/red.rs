@@ -2,8 +2,11 @@
 //! a departing data frame is marked with a probability rising linearly from 0 at `kmin`
 //! to 1 at `kmax` of the buffer, on the backlog it leaves behind (`switch.ecn`,
 //! `switch.ecn_kmin`, `switch.ecn_kmax`; kmin = kmax gives DCTCP's step marking at K).
+//! With `trim` (default: whether the loss-recovery scheme relies on it), a data frame that
+//! does not fit is trimmed to its header instead of dropped (NDP, UET: the arrival is
+//! trimmed; UET trims a queued packet instead half the time).
 
-use super::{QdiscInit, QueueDiscipline};
+use super::{Overflow, QdiscInit, QueueDiscipline};
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
@@ -19,10 +22,13 @@ pub struct Red {
     kmax: f64,
     seed: u64,
     enabled: bool,
+    trim: bool,
 }
 
 pub fn build(init: &QdiscInit, params: &Params) -> SimResult<Box<dyn QueueDiscipline>> {
-    ParamReader::new("qdisc", "red", params).finish()?;
+    let mut p = ParamReader::new("qdisc", "red", params);
+    let trim = p.bool("trim", init.trim)?;
+    p.finish()?;
     let s = init.switch;
     let buffer = s.buffer_bytes as f64;
     Ok(Box::new(Red {
@@ -32,6 +38,7 @@ pub fn build(init: &QdiscInit, params: &Params) -> SimResult<Box<dyn QueueDiscip
         kmax: s.ecn_kmax * buffer,
         seed: derive_seed(init.seed, "switch.ecn", 0),
         enabled: s.ecn,
+        trim,
     }))
 }
 
@@ -56,6 +63,14 @@ impl QueueDiscipline for Red {
             // The top 53 bits as a uniform value in [0, 1).
             let u = (draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
             u < (backlog as f64 - self.kmin) / (self.kmax - self.kmin)
+        }
+    }
+
+    fn on_overflow(&mut self, _port: PortId) -> Overflow {
+        if self.trim {
+            Overflow::Trim
+        } else {
+            Overflow::Drop
         }
     }
 }

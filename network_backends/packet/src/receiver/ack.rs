@@ -1,4 +1,5 @@
-//! `ack`: one ACK per data packet, echoing its ECN mark (and a trim as a NACK).
+//! `ack`: one ACK per data packet about that packet, echoing its ECN mark; a packet
+//! trimmed on its way is answered with a NACK.
 
 use super::{Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::config::Params;
@@ -22,6 +23,7 @@ impl ReceiverPolicy for PerPacketAck {
             0
         };
         Reply::Ack {
+            seq: a.seq,
             flags: a.flags & (flags::ECN | flags::TRIMMED) | nack,
         }
     }
@@ -40,11 +42,18 @@ mod tests {
             flags: f,
             now: crate::units::Time(0),
         };
-        assert_eq!(r.on_data(&at(0)), Reply::Ack { flags: 0 });
-        assert_eq!(r.on_data(&at(flags::ECN)), Reply::Ack { flags: flags::ECN });
+        assert_eq!(r.on_data(&at(0)), Reply::Ack { seq: 3, flags: 0 });
+        assert_eq!(
+            r.on_data(&at(flags::ECN)),
+            Reply::Ack {
+                seq: 3,
+                flags: flags::ECN
+            }
+        );
         assert_eq!(
             r.on_data(&at(flags::TRIMMED)),
             Reply::Ack {
+                seq: 3,
                 flags: flags::TRIMMED | flags::NACK
             }
         );

@@ -1,10 +1,13 @@
 //! Receiver policies: one trait, one file per scheme, a registry by name.
 //! A policy decides what a receiving host returns for each data packet that reaches it:
 //! an ACK (echoing the packet's entropy and ECN mark), nothing (a coalescing receiver
-//! waiting for more), or a reply with flags (a NACK, a CNP). The engine sends what the
-//! policy returns on the receiver's control priority, ahead of its data.
+//! waiting for more), or a reply with flags (a NACK, a CNP) about a sequence number of its
+//! choosing. The engine sends what the policy returns on the receiver's control priority,
+//! ahead of its data. A loss-recovery scheme names the policy it needs
+//! (`LossRecovery::receiver`); `scheme.receiver` overrides it.
 
 mod ack;
+mod gbn;
 
 use crate::config::Params;
 use crate::error::SimResult;
@@ -26,8 +29,8 @@ pub struct Arrival {
 pub enum Reply {
     /// Nothing (yet).
     Nothing,
-    /// A reply about this packet, with `transport::flags` set.
-    Ack { flags: u8 },
+    /// A reply about sequence number `seq`, with `transport::flags` set.
+    Ack { seq: u32, flags: u8 },
 }
 
 pub struct ReceiverInit {
@@ -44,7 +47,7 @@ pub trait ReceiverPolicy: Send {
 
 type Factory = fn(&ReceiverInit, &Params) -> SimResult<Box<dyn ReceiverPolicy>>;
 
-const REGISTRY: &[(&str, Factory)] = &[("ack", ack::build)];
+const REGISTRY: &[(&str, Factory)] = &[("ack", ack::build), ("gbn", gbn::build)];
 
 pub fn names() -> Vec<&'static str> {
     crate::registry::names(REGISTRY)

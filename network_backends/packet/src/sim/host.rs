@@ -175,7 +175,7 @@ impl Simulation {
             flags: p.flags(),
             now: self.now,
         };
-        let Reply::Ack { flags } = self.receiver.on_data(&arrival) else {
+        let Reply::Ack { seq, flags } = self.receiver.on_data(&arrival) else {
             self.live_packets -= 1;
             return;
         };
@@ -184,7 +184,7 @@ impl Simulation {
         let reply = Packet::new(
             p.sent_at(),
             p.flow(),
-            p.seq(),
+            seq,
             entropy,
             p.echo(),
             src,

@@ -18,10 +18,10 @@ use crate::events::{Event, EventQueue};
 use crate::lb::{self, FlowInfo, Header, LbInit, LoadBalancer, SwitchView};
 use crate::loss::{self, LossInit, LossRecovery};
 use crate::prefetch::{prefetch, prefetch_addr};
-use crate::qdisc::{self, QdiscInit, QueueDiscipline};
+use crate::qdisc::{self, Overflow, QdiscInit, QueueDiscipline};
 use crate::receiver::{self, Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::report::{FlowResult, LinkResult, Report, StageStats};
-use crate::rng::mix64;
+use crate::rng::{derive_seed, mix64};
 use crate::topology::{PortId, Topology};
 use crate::traffic::{self, FlowSpec};
 use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};
@@ -42,7 +42,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
-use packet::{Packet, ACK, GAP_LATE};
+use packet::{Packet, ACK, GAP_LATE, LOST, TRIMMED};
 
 /// Fields are grouped by the events that touch them together, hot first, so an event
 /// touches one or two cache lines of its port: a link arrival only the first, a
@@ -93,6 +93,7 @@ const _: () = assert!(std::mem::size_of::<PortRt>() == 192);
 struct PortCounts {
     drops: u64,
     marks: u64,
+    trims: u64,
 }
 
 #[derive(Default)]
@@ -193,6 +194,14 @@ pub struct Simulation {
     bytes_dropped: u64,
     pkts_dropped: u64,
     acks_dropped: u64,
+    pkts_trimmed: u64,
+    /// Data frames lost on links (`link.loss_rate`; counted among the drops too).
+    pkts_lost: u64,
+    bytes_trimmed: u64,
+    /// A frame is lost on its link with probability `link.loss_rate`: below this draw
+    /// (of 2^64), decided by a hash of the port and its byte count when it is sent.
+    loss_threshold: u64,
+    loss_seed: u64,
     /// Driven by a system layer (`start_flow` / `next_completion`): finished flows are
     /// handed out here instead of ending the run.
     driven: bool,

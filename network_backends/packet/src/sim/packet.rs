@@ -32,8 +32,15 @@ pub(super) struct Packet {
 pub(super) const GAP_LATE: u32 = u32::MAX;
 
 pub(super) const ACK: u8 = 1;
-/// The other flag bits are `transport::flags` (ECN, NACK, TRIMMED, CNP).
+/// The other flag bits are `transport::flags` (ECN, NACK, TRIMMED, CNP), and LOST.
 const ECN: u8 = crate::transport::flags::ECN;
+pub(super) const TRIMMED: u8 = crate::transport::flags::TRIMMED;
+/// The engine's own: a frame its link loses (never seen by a scheme).
+pub(super) const LOST: u8 = 1 << 5;
+const _: () = assert!(
+    LOST & (ACK | ECN | TRIMMED | crate::transport::flags::NACK | crate::transport::flags::CNP)
+        == 0
+);
 const _: () = assert!(
     ACK & (ECN
         | crate::transport::flags::NACK
@@ -110,5 +117,19 @@ impl Packet {
     #[inline]
     pub(super) fn mark_ecn(&mut self) {
         self.dst_flags_gap |= (ECN as u64) << 24;
+    }
+    /// The data packet cut to its `header` bytes, flagged TRIMMED.
+    pub(super) fn trimmed(mut self, header: u16) -> Packet {
+        self.sent_wire = self.sent_wire & ((1 << 48) - 1) | (header as u64) << 48;
+        self.dst_flags_gap |= (TRIMMED as u64) << 24;
+        self
+    }
+    /// The link it is on loses it (decided when it was sent).
+    pub(super) fn mark_lost(&mut self) {
+        self.dst_flags_gap |= (LOST as u64) << 24;
+    }
+    #[inline]
+    pub(super) fn is_lost(&self) -> bool {
+        self.flags() & LOST != 0
     }
 }

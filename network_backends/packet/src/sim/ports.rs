@@ -9,6 +9,9 @@ impl Simulation {
     /// moment it freed up).
     #[inline(always)]
     pub(super) fn transmit(&mut self, port: usize, mut pkt: Packet, at: Time) {
+        if self.loss_threshold != 0 && self.link_loses(port) {
+            pkt.mark_lost();
+        }
         let p = &mut self.ports[port];
         let wire = pkt.wire() as u64;
         let ser = p.rate.serialization(wire);
@@ -105,7 +108,10 @@ impl Simulation {
             self.host_catch_up(port, self.now);
         }
         let node = self.ports[port].peer;
-        if node < self.topo.n_hosts {
+        if pkt.is_lost() {
+            self.pkts_lost += !pkt.is_ack() as u64;
+            self.drop_packet(port, pkt);
+        } else if node < self.topo.n_hosts {
             self.host_receive(node, pkt);
         } else {
             self.switch_receive(node, pkt);
@@ -177,30 +183,75 @@ impl Simulation {
     pub(super) fn enqueue(&mut self, port: usize, p: Packet) {
         self.catch_up(port, self.now);
         let wire = p.wire() as u64;
-        if self.ports[port].queued + wire > self.fabric.switch.buffer_bytes {
-            self.port_counts[port].drops += 1;
-            if p.is_ack() {
-                self.acks_dropped += 1;
-            } else {
-                self.pkts_dropped += 1;
-                self.bytes_dropped += self.payload(&p);
-            }
-            self.live_packets -= 1;
-            return;
+        if self.ports[port].queued + wire > self.admits(p.flags()) {
+            return self.overflow(port, p);
         }
+        self.enqueue_fitting(port, p, wire);
+    }
+
+    /// Queues (or sends straight on) a frame of `wire` bytes that fits in the port.
+    #[inline(always)]
+    fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
         // (A switch port's queues are empty exactly when it has no bytes queued.)
         if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
             // Straight through an idle port: no queue, no mark.
             self.transmit(port, p, self.now);
             return;
         }
-        if p.is_ack() {
+        if p.flags() & (ACK | TRIMMED) != 0 {
             self.ports[port].q_hi.push_back(p);
         } else {
             self.ports[port].q_lo.push_back(p);
         }
         self.set_queued(port, self.ports[port].queued + wire, self.now);
         self.keep_draining(port);
+    }
+
+    /// Whether the frame `port` sends now is lost on its link: a draw keyed by the port and
+    /// its byte count so far, so it does not depend on the order ports are worked out.
+    #[cold]
+    fn link_loses(&self, port: usize) -> bool {
+        mix64(mix64(self.loss_seed ^ port as u64) ^ self.ports[port].tx_bytes) < self.loss_threshold
+    }
+
+    /// Most bytes a port may hold once a frame with these flags joins: its buffer for data;
+    /// twice that for the control priority (ACKs, trimmed headers), as UET caps its
+    /// high-priority queue, so that replies and NACKs get through a port that data fills.
+    #[inline(always)]
+    fn admits(&self, flags: u8) -> u64 {
+        let control = flags & (ACK | TRIMMED) != 0;
+        self.fabric.switch.buffer_bytes << control as u32
+    }
+
+    /// A frame that does not fit in `port`'s buffer: a data frame whose header still fits
+    /// goes on trimmed if the discipline trims; anything else is dropped.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, port: usize, p: Packet) {
+        let header = self.fabric.packet.header_bytes as u64;
+        let fits = self.ports[port].queued + header <= self.admits(ACK);
+        let data = p.flags() & (ACK | TRIMMED) == 0;
+        if !(data && header > 0 && fits) || self.qdisc.on_overflow(port as PortId) != Overflow::Trim
+        {
+            return self.drop_packet(port, p);
+        }
+        self.port_counts[port].trims += 1;
+        self.pkts_trimmed += 1;
+        self.bytes_trimmed += self.payload(&p);
+        self.enqueue_fitting(port, p.trimmed(header as u16), header);
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn drop_packet(&mut self, port: usize, p: Packet) {
+        self.port_counts[port].drops += 1;
+        if p.is_ack() {
+            self.acks_dropped += 1;
+        } else {
+            self.pkts_dropped += 1;
+            self.bytes_dropped += self.payload(&p);
+        }
+        self.live_packets -= 1;
     }
 
     /// Switch ports dequeue lazily. Instead of an event each time a port frees up, a

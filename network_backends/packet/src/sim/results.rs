@@ -75,12 +75,14 @@ impl Simulation {
                     mean_queue_bytes: 0.0,
                     utilization: 0.0,
                     drops: 0,
+                    trims: 0,
                     ecn_marks: 0,
                     max_link_load: 0.0,
                 });
             s.ports += 1;
             s.max_queue_bytes = s.max_queue_bytes.max(rt.max_queue);
             s.drops += self.port_counts[i].drops;
+            s.trims += self.port_counts[i].trims;
             s.ecn_marks += self.port_counts[i].marks;
             *area_sum.entry(name.clone()).or_default() += areas[i] as f64;
             *data_sum.entry(name.clone()).or_default() += rt.data_tx_bytes as f64;
@@ -125,6 +127,9 @@ impl Simulation {
             data_bytes_dropped: self.bytes_dropped,
             data_packets_dropped: self.pkts_dropped,
             acks_dropped: self.acks_dropped,
+            data_packets_trimmed: self.pkts_trimmed,
+            data_packets_lost_on_links: self.pkts_lost,
+            data_bytes_trimmed: self.bytes_trimmed,
             ecn_marks: self.port_counts.iter().map(|p| p.marks).sum(),
             packets_alive_at_end: live,
             lb_counters: lb::report_counters(self.lb.as_ref(), self.flows.len()),

@@ -16,7 +16,7 @@ impl Simulation {
             now: self.now,
             seq: p.seq(),
             echo: p.echo(),
-            flags: p.flags() & !ACK,
+            flags: p.flags() & !(ACK | LOST),
             rtt: self.now - p.sent_at(),
             hops: self.hot[f as usize].hops as u32,
             int: IntSummary::default(),

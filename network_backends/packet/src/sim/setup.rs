@@ -126,8 +126,16 @@ impl Simulation {
             },
             &scheme.cc_params,
         )?;
+        let loss = loss::build(
+            &scheme.loss,
+            &LossInit {
+                flow_bytes: &specs.iter().map(|f| f.bytes).collect::<Vec<_>>(),
+                payload_bytes: fab.packet.payload_bytes,
+            },
+            &scheme.loss_params,
+        )?;
         let receiver = receiver::build(
-            &scheme.receiver,
+            scheme.receiver.as_deref().unwrap_or(loss.receiver()),
             &ReceiverInit {
                 n_flows: specs.len(),
             },
@@ -137,7 +145,8 @@ impl Simulation {
             &scheme.qdisc,
             &QdiscInit {
                 switch: &fab.switch,
-                seed: seed,
+                seed,
+                trim: loss.wants_trimming(),
             },
             &scheme.qdisc_params,
         )?;
@@ -145,15 +154,6 @@ impl Simulation {
         for (f, &at) in specs.iter_mut().zip(&starts) {
             f.start = at;
         }
-        let bytes: Vec<u64> = specs.iter().map(|f| f.bytes).collect();
-        let loss = loss::build(
-            &scheme.loss,
-            &LossInit {
-                flow_bytes: &bytes,
-                payload_bytes: fab.packet.payload_bytes,
-            },
-            &scheme.loss_params,
-        )?;
 
         let switch_latency = Dur::from_ns_f64(fab.switch.latency_ns);
         let ports: Vec<PortRt> = topo
@@ -282,6 +282,11 @@ impl Simulation {
             bytes_dropped: 0,
             pkts_dropped: 0,
             acks_dropped: 0,
+            pkts_trimmed: 0,
+            pkts_lost: 0,
+            bytes_trimmed: 0,
+            loss_threshold: (fab.link.loss_rate * 18_446_744_073_709_551_616.0) as u64,
+            loss_seed: derive_seed(seed, "link.loss", 0),
             driven: false,
             completions: VecDeque::new(),
             late_arrivals: HashMap::new(),
