@@ -30,9 +30,8 @@
 //! α = 4·MSS·a·b/target, fi = 5·MSS·a, η = 0.15·MSS·a, γ 0.8, fi_scale = 0.25·a,
 //! qa_gate 3. Deviations: UET sizes a, b and the fulfil period from one network RTT and
 //! tracks base_rtt as the least RTT seen; here each flow uses its own unloaded round trip,
-//! which the engine knows exactly. QuickAdapt ignores a window's worth of bytes (the seam
-//! does not expose the bytes in flight). UET ACKs every 16 KiB; the engine ACKs each
-//! packet (`acked` is that packet's bytes).
+//! which the engine knows exactly. UET ACKs every 16 KiB; the engine ACKs each packet
+//! (`acked` is that packet's bytes).
 
 use super::{fitting, fixed, mul_div, CcInit, CongestionControl, FX, ONE};
 use crate::config::Params;
@@ -162,18 +161,20 @@ impl Nscc {
     }
 
     /// UET's `quick_adapt`: true if it adapted, or if this marked feedback is ignored.
-    fn quick_adapt(&mut self, f: usize, now: Time, loss: bool, ecn: bool, delay: u64) -> bool {
+    /// `skip`: the feedback is marked (a NACK counts as marked).
+    fn quick_adapt(&mut self, f: usize, fb: &Feedback, skip: bool, delay: u64) -> bool {
+        let (now, loss) = (fb.now, fb.nack() || fb.trimmed());
         let (mss, gate) = (self.mss, self.qa_gate);
         let fl = &mut self.flows[f];
         let mut done = false;
-        if fl.ignored < fl.to_ignore && ecn {
+        if fl.ignored < fl.to_ignore && skip {
             done = true;
         } else if fl.qa_end.map_or(true, |end| now > end) {
             if fl.qa_end.is_some()
                 && (fl.trigger || loss || delay > 4 * fl.target)
                 && fl.achieved << FX < fl.max_cwnd >> gate
             {
-                fl.to_ignore = fl.cwnd >> FX;
+                fl.to_ignore = fb.in_flight;
                 fl.cwnd = fl.achieved.max(mss) << FX;
                 fl.ignored = 0;
                 fl.trigger = false;
@@ -195,7 +196,8 @@ impl Nscc {
         fl.cwnd = fl.cwnd.clamp(self.mss << FX, fl.max_cwnd);
     }
 
-    fn on_ack(&mut self, f: usize, now: Time, acked: u64, rtt: u64, ecn: bool) {
+    fn on_ack(&mut self, f: usize, fb: &Feedback) {
+        let (now, acked, rtt, ecn) = (fb.now, fb.newly_acked as u64, fb.rtt.0, fb.ecn());
         let fl = &mut self.flows[f];
         fl.achieved += acked;
         fl.received += acked;
@@ -206,7 +208,7 @@ impl Nscc {
         } else {
             fl.avg_delay
         };
-        if self.quick_adapt(f, now, false, ecn, delay) {
+        if self.quick_adapt(f, fb, ecn, delay) {
             return;
         }
         let fl = &mut self.flows[f];
@@ -256,7 +258,7 @@ impl Nscc {
         }
     }
 
-    fn on_nack(&mut self, f: usize, now: Time) {
+    fn on_nack(&mut self, f: usize, fb: &Feedback) {
         let mss = self.mss;
         let fl = &mut self.flows[f];
         fl.ignored += mss;
@@ -264,7 +266,7 @@ impl Nscc {
         let sample = fl.base;
         Self::average(fl, sample, true);
         fl.trigger = true;
-        if !self.quick_adapt(f, now, true, true, 0) {
+        if !self.quick_adapt(f, fb, true, 0) {
             let fl = &mut self.flows[f];
             fl.cwnd = fl.cwnd.saturating_sub(mss << FX);
             self.clamp(f);
@@ -284,9 +286,9 @@ impl CongestionControl for Nscc {
     fn on_feedback(&mut self, fb: &Feedback, _timers: &mut CcTimers) {
         let f = fb.flow as usize;
         if fb.nack() || fb.trimmed() {
-            self.on_nack(f, fb.now);
+            self.on_nack(f, fb);
         } else if fb.newly_acked > 0 {
-            self.on_ack(f, fb.now, fb.newly_acked as u64, fb.rtt.0, fb.ecn());
+            self.on_ack(f, fb);
         }
     }
 

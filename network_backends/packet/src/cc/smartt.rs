@@ -27,9 +27,9 @@
 //! 0.25; window bounds [1 MTU, 1.25 BDP]; the window starts at 1 BDP. The paper leaves
 //! two values open (CC-CATALOGUE §14), taken from its authors' htsim code: the WTD EWMA
 //! weight (`wtd_alpha` 0.125) and "rtt ≈ brtt" (within `near_base` = 5 packet times of
-//! brtt). Deviations: the seam does not expose the bytes in flight, so QuickAdapt ignores
-//! the window the flow had when the trigger was armed (a window-limited sender has that
-//! much in flight); without trimming the paper doubles md (set `md` = 4).
+//! brtt). QuickAdapt ignores the feedback of the bytes in flight when it adapts
+//! (`Feedback::in_flight`; none after a timeout, which declared them lost). Without trimming
+//! the paper doubles md (set `md` = 4).
 
 use super::{fitting, fixed, mul_div, CcInit, CongestionControl, FX, ONE};
 use crate::config::Params;
@@ -60,11 +60,12 @@ struct Flow {
     good_bytes: u64,
     increasing: bool,
     /// QuickAdapt: bytes acknowledged in the current trtt window, its end, the trigger,
-    /// the window when it was armed, and the feedback bytes to ignore after adapting.
+    /// the bytes in flight at the last feedback, and the feedback bytes to ignore after
+    /// adapting.
     acked: u64,
     qa_end: Option<Time>,
     trigger: bool,
-    armed_cwnd: u64,
+    in_flight: u64,
     to_ignore: u64,
     ignored: u64,
 }
@@ -128,7 +129,7 @@ impl Smartt {
                     acked: 0,
                     qa_end: None,
                     trigger: false,
-                    armed_cwnd: 0,
+                    in_flight: 0,
                     to_ignore: 0,
                     ignored: 0,
                 }
@@ -164,7 +165,7 @@ impl Smartt {
         if adapt {
             fl.trigger = false;
             fl.cwnd = mul_div(fl.acked.max(mss) << FX, scaling, ONE);
-            fl.to_ignore = fl.armed_cwnd >> FX;
+            fl.to_ignore = fl.in_flight;
             fl.ignored = 0;
             self.quick_adapts += 1;
         }
@@ -177,9 +178,6 @@ impl Smartt {
     fn on_loss(&mut self, f: usize, now: Time) {
         let mss = self.mss;
         let fl = &mut self.flows[f];
-        if !fl.trigger {
-            fl.armed_cwnd = fl.cwnd;
-        }
         fl.cwnd = mss << FX;
         fl.trigger = true;
         if fl.ignored >= fl.to_ignore {
@@ -233,6 +231,7 @@ impl CongestionControl for Smartt {
 
     fn on_feedback(&mut self, fb: &Feedback, _timers: &mut CcTimers) {
         let f = fb.flow as usize;
+        self.flows[f].in_flight = fb.in_flight;
         if fb.nack() || fb.trimmed() {
             self.flows[f].ignored += self.mss;
             self.on_loss(f, fb.now);
@@ -279,6 +278,9 @@ impl CongestionControl for Smartt {
     }
 
     fn on_timeout(&mut self, flow: FlowId, now: Time, _timers: &mut CcTimers) {
+        // The timeout declared what was in flight lost: nothing of it will come back to ignore.
+        let fl = &mut self.flows[flow as usize];
+        (fl.in_flight, fl.to_ignore) = (0, 0);
         self.on_loss(flow as usize, now);
     }
 
@@ -376,24 +378,24 @@ mod tests {
             );
         }
         // A trim: one packet of window, QuickAdapt armed.
-        let armed = s.cwnd_bytes(0);
         s.on_feedback(
             &reply(0, 51, at(6.0), brtt, 0, flags::NACK | flags::TRIMMED),
             &mut t,
         );
         assert_eq!(s.cwnd_bytes(0), MSS as f64);
         // The first ACK after the window: 0.8 × the 51 packets acknowledged in it.
-        s.on_feedback(&ack(52, at(10.0), 1.2 * brtt as f64, false), &mut t);
+        let mut first = ack(52, at(10.0), 1.2 * brtt as f64, false);
+        first.in_flight = 100 * MSS as u64;
+        s.on_feedback(&first, &mut t);
         assert!((s.cwnd_bytes(0) - 0.8 * 51.0 * MSS as f64).abs() < 0.1);
         assert_eq!(s.quick_adapts, 1);
-        // The feedback of the window in flight when it was armed is ignored, marks included.
+        // The feedback of the 100 packets then in flight is ignored, marks included...
         let w = s.cwnd_bytes(0);
-        let in_flight = (armed.floor() as u64).div_ceil(MSS as u64) as u32;
-        for seq in 53..53 + in_flight - 1 {
+        for seq in 53..53 + 99 {
             s.on_feedback(&ack(seq, at(11.0), 2.0 * trtt, true), &mut t);
         }
         assert_eq!(s.cwnd_bytes(0), w);
-        // Then marks count again: the third in a row passes Wait-to-Decrease.
+        // ... then marks count again: the third in a row passes Wait-to-Decrease.
         for seq in 0..3 {
             s.on_feedback(&ack(1000 + seq, at(11.0), 2.0 * trtt, true), &mut t);
         }
