@@ -169,7 +169,7 @@ impl Nscc {
         let mut done = false;
         if fl.ignored < fl.to_ignore && skip {
             done = true;
-        } else if fl.qa_end.map_or(true, |end| now > end) {
+        } else if fl.qa_end.is_none_or(|end| now > end) {
             if fl.qa_end.is_some()
                 && (fl.trigger || loss || delay > 4 * fl.target)
                 && fl.achieved << FX < fl.max_cwnd >> gate
@@ -233,7 +233,7 @@ impl Nscc {
             (true, true) => {
                 (fl.increasing, fl.fast_count) = (false, 0);
                 let avg = fl.avg_delay;
-                if avg > fl.target && fl.last_decrease.map_or(true, |t| now.0 - t.0 > fl.base) {
+                if avg > fl.target && fl.last_decrease.is_none_or(|t| now.0 - t.0 > fl.base) {
                     // max(1 − γ(avg − target)/avg, 0.5), in 2^-20.
                     let drop = mul_div(self.gamma, avg - fl.target, avg).min(ONE / 2);
                     fl.cwnd = mul_div(fl.cwnd, ONE - drop, ONE);
@@ -245,7 +245,7 @@ impl Nscc {
         }
         self.clamp(f);
         let fl = &mut self.flows[f];
-        let period_over = fl.last_adjust.map_or(true, |t| now.0 - t.0 >= fl.base);
+        let period_over = fl.last_adjust.is_none_or(|t| now.0 - t.0 >= fl.base);
         if fl.received > self.fulfil_bytes || period_over {
             // Fulfil: cwnd += inc/cwnd (bytes² / bytes), in 2^-FX bytes.
             fl.cwnd += mul_div(fl.inc, 1 << (2 * FX), fl.cwnd);
