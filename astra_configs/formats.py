@@ -219,7 +219,7 @@ class PacketFabric:
     path: str = "<network config>"
 
 
-PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed")
+PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed", "failures")
 
 
 def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | PacketFabric:

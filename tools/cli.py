@@ -80,6 +80,9 @@ LatencyNs = Annotated[float, typer.Option(help="Propagation latency per link, ns
 BufferBytes = Annotated[str, typer.Option(help="Output buffer per switch port, e.g. 800KB.")]
 
 
+Failures = Annotated[Optional[str], typer.Option(help="Link failures: probability=P,detection_us=D,convergence_us=G (unset G: never), or a JSON object with links: [{nodes: [a, b], down_at_us, up_at_us, rate_fraction}].")]
+
+
 def _common(link_gbps: float, latency_ns: float, buffer: str) -> dict:
     from .specs import parse_size
 
@@ -118,12 +121,13 @@ def net_run(
     scheme: Annotated[Optional[str], typer.Option(help="Scheme preset from astra_configs/schemes (LB + CC + loss with paper parameters).")] = None,
     lb: Annotated[Optional[str], typer.Option(help="Load balancer (overrides the preset's).")] = None,
     cc: Annotated[Optional[str], typer.Option(help="Congestion control (overrides the preset's).")] = None,
-    loss: Annotated[Optional[str], typer.Option(help="Loss recovery: erasure | sack.")] = None,
+    loss: Annotated[Optional[str], typer.Option(help="Loss recovery: erasure | sack | trim | gbn.")] = None,
     param: Annotated[Optional[list[str]], typer.Option(help="Scheme parameter FAMILY.NAME=VALUE, e.g. loss.threshold=6; repeatable.")] = None,
     seed: Seed = 1,
     link_gbps: LinkGbps = 800.0,
     latency_ns: LatencyNs = 500.0,
     buffer: BufferBytes = "800KB",
+    failures: Failures = None,
     flows_out: Annotated[Optional[Path], typer.Option(help="Write per-flow results here (.csv or .parquet).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
@@ -140,7 +144,7 @@ def net_run(
             bar.update(task, completed=done, total=total)
             return True
 
-        r = simulate(topology, traffic, progress=progress, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed,
+        r = simulate(topology, traffic, progress=progress, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed, failures=failures,
                      **{f"{k}_params": v for k, v in params.items()}, **_common(link_gbps, latency_ns, buffer))
     if flows_out:
         _write_frame(r.flows, flows_out)

@@ -110,7 +110,7 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
     from .network_backends.packet import build_config, fabric_hosts
     cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
                        link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
-                       limits=net.config.get("limits"), **scheme)
+                       limits=net.config.get("limits"), failures=net.config.get("failures"), **scheme)
     hosts = fabric_hosts(cfg)
     if ranks > hosts:
         raise ConfigError(f"{net.path}: the fabric has {hosts} hosts but the workload has {ranks} ranks", "topology")

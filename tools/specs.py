@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 from fractions import Fraction
 from typing import Any
@@ -163,6 +165,33 @@ def traffic_file_path(spec: str) -> str | None:
     """PATH of a `file:PATH` traffic spec, else None."""
     kind, params = split_spec(spec, "traffic")
     return params["path"] if kind == "file" else None
+
+
+def failures_config(spec: str | dict[str, Any]) -> dict[str, Any]:
+    """The engine's failure dict from `probability=0.01,detection_us=5,convergence_us=20`
+    (numbers; the engine checks keys and ranges) or a JSON object (for `links`)."""
+    if isinstance(spec, dict):
+        return spec
+    text = spec.strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"`failures`: {e}", "failures") from None
+        if not isinstance(value, dict):
+            raise ConfigError("`failures`: expected a JSON object", "failures")
+        return value
+    out: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ConfigError(f"`failures`: expected KEY=VALUE, got {item!r}", "failures")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            raise ConfigError(f"`failures.{key.strip()}`: expected a number or true/false, got {value!r}",
+                              f"failures.{key.strip()}") from None
+    return out
 
 
 def traffic_config(spec: str | dict[str, Any]) -> dict[str, Any]:

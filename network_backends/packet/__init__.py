@@ -22,7 +22,7 @@ import pandas as pd
 from ... import _core
 from ...astra_configs import load_scheme_preset
 from ...errors import ConfigError, FlowError, TrafficFileError, UnknownSchemeError, from_engine
-from ...specs import plain, topology_config, traffic_config, traffic_file_path
+from ...specs import failures_config, plain, topology_config, traffic_config, traffic_file_path
 from .traffic_files import connection_matrix_nodes, file_field, flow_line
 
 __all__ = ["simulate", "build_config", "PacketResults", "scheme_names"]
@@ -49,6 +49,7 @@ def build_config(
     switch: dict[str, Any] | None = None,
     packet: dict[str, Any] | None = None,
     limits: dict[str, Any] | None = None,
+    failures: str | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The engine's JSON config. A `scheme` preset supplies LB/CC/loss and their paper
     parameters; explicit `lb`/`cc`/`loss` and `*_params` override it. `traffic=None` gives a
@@ -91,6 +92,8 @@ def build_config(
     for name, value in (("link", link), ("switch", sw), ("packet", packet), ("limits", limits)):
         if value:
             cfg[name] = value
+    if failures:
+        cfg["failures"] = failures_config(plain(failures))
     bad = _first_non_finite(cfg)
     if bad:
         raise ConfigError(f"`{bad[0]}`: expected a finite number, got {bad[1]}", bad[0])

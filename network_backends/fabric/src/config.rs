@@ -2,6 +2,7 @@
 //! unknown keys are refused by name (`deny_unknown_fields`), ranges in `validate`.
 
 use crate::error::{config_err, FabricResult};
+pub use crate::failures::FailureConfig;
 use serde::Deserialize;
 
 /// Frames are at most this large: packets keep sizes in 16 bits to stay small.
@@ -26,6 +27,8 @@ pub struct FabricConfig {
     pub switch: SwitchConfig,
     #[serde(default)]
     pub packet: PacketConfig,
+    #[serde(default)]
+    pub failures: FailureConfig,
 }
 
 #[derive(Deserialize, Clone, Debug)]

@@ -7,7 +7,9 @@
 
 pub mod config;
 pub mod error;
+pub mod failures;
 pub mod routes;
+pub mod seed;
 pub mod timing;
 pub mod topology;
 pub mod units;

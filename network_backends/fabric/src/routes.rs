@@ -3,7 +3,7 @@
 //! state changes, so routing follows failures.
 
 use crate::error::{config_err, FabricResult};
-use crate::topology::{GroupId, PortId, Topology, NO_GROUP};
+use crate::topology::{GroupId, NodeId, PortId, Topology, NO_GROUP};
 use crate::units::Rate;
 use std::collections::{HashMap, VecDeque};
 
@@ -123,16 +123,53 @@ impl Topology {
                 route[(u - n_hosts as usize) * n_edges as usize + ei as usize] = g;
             }
         }
-        let mut group_start = vec![0u32];
-        for g in &groups {
-            group_start.push(group_start.last().unwrap() + g.len() as u32);
-        }
-        self.group_ports = groups.concat();
-        self.group_start = group_start;
         self.groups = groups;
         self.route = route;
         self.diameter_hops = diameter;
+        self.flatten_groups();
         Ok(())
+    }
+
+    /// The groups again, flat, for the forwarding path (`group_ports`).
+    fn flatten_groups(&mut self) {
+        let mut group_start = vec![0u32];
+        for g in &self.groups {
+            group_start.push(group_start.last().unwrap() + g.len() as u32);
+        }
+        self.group_ports = self.groups.concat();
+        self.group_start = group_start;
+    }
+
+    /// Switch `node` stops using its port `port` towards every destination for which it
+    /// has another next hop (a local reroute; elsewhere nothing changes). Returns whether
+    /// any route changed.
+    pub fn exclude_locally(&mut self, node: NodeId, port: PortId) -> bool {
+        if node < self.n_hosts || self.ports[port as usize].owner != node {
+            return false;
+        }
+        let row = (node - self.n_hosts) as usize * self.n_edges as usize;
+        let mut replaced: HashMap<GroupId, GroupId> = HashMap::new();
+        for e in 0..self.n_edges as usize {
+            let g = self.route[row + e];
+            if g == NO_GROUP {
+                continue;
+            }
+            let ports = &self.groups[g as usize];
+            if ports.len() < 2 || !ports.contains(&port) {
+                continue;
+            }
+            let next = self.groups.len() as GroupId;
+            let ng = *replaced.entry(g).or_insert(next);
+            if ng == next {
+                let kept = ports.iter().copied().filter(|&p| p != port).collect();
+                self.groups.push(kept);
+            }
+            self.route[row + e] = ng;
+        }
+        if !replaced.is_empty() {
+            self.flatten_groups();
+        }
+        !replaced.is_empty()
     }
 }
 
@@ -240,6 +277,36 @@ mod tests {
             err.contains("would isolate the host") && err.contains("host 3"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_local_reroute_changes_only_the_switch_next_to_the_link() {
+        let mut t = fat_tree(4);
+        let before = t.clone();
+        let (edge0, agg0) = (t.host_edge[0], t.n_hosts + 8);
+        let up = port(&t, edge0, agg0);
+        assert!(t.exclude_locally(edge0, up));
+        for dst in (0..t.n_hosts).map(|h| t.host_edge[h as usize]) {
+            for u in t.n_hosts..t.n_nodes() as u32 {
+                if u == dst {
+                    continue;
+                }
+                let (now, was) = (
+                    t.group_ports(t.group_towards(u, dst)),
+                    before.group_ports(before.group_towards(u, dst)),
+                );
+                if u == edge0 && was.len() == 2 {
+                    assert_eq!(
+                        now,
+                        &was.iter().copied().filter(|&p| p != up).collect::<Vec<_>>()[..]
+                    );
+                } else {
+                    assert_eq!(now, was, "switch {u} towards {dst}");
+                }
+            }
+        }
+        // Aggregation 0 has one way down to edge 0: it keeps it (nothing else to use).
+        assert!(!t.exclude_locally(agg0, up ^ 1));
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 pub type Params = BTreeMap<String, serde_json::Value>;
 
 pub use tracefabric_fabric::config::{
-    FabricConfig, LinkConfig, PacketConfig, SwitchConfig, TopologyConfig, MAX_BUFFER_BYTES,
-    MAX_FRAME_BYTES, MAX_RATE_GBPS, MAX_TIME_MS, MIN_RATE_GBPS,
+    FabricConfig, FailureConfig, LinkConfig, PacketConfig, SwitchConfig, TopologyConfig,
+    MAX_BUFFER_BYTES, MAX_FRAME_BYTES, MAX_RATE_GBPS, MAX_TIME_MS, MIN_RATE_GBPS,
 };
 /// The retransmission timeout unless the fabric's round trip needs a longer one.
 pub const DEFAULT_RTO_US: f64 = 100.0;
@@ -28,6 +28,8 @@ pub struct SimConfig {
     pub switch: SwitchConfig,
     #[serde(default)]
     pub packet: PacketConfig,
+    #[serde(default)]
+    pub failures: FailureConfig,
     #[serde(default)]
     pub scheme: SchemeConfig,
     /// The flows of a standalone run; absent where the system layer gives them.
@@ -193,6 +195,7 @@ impl SimConfig {
             link: self.link.clone(),
             switch: self.switch.clone(),
             packet: self.packet.clone(),
+            failures: self.failures.clone(),
         }
     }
 

@@ -21,6 +21,9 @@ pub enum Event {
     Rto(u32),
     /// A timer its congestion controller armed for a flow.
     CcTimer(u32),
+    /// The fabric's i-th scheduled change (a link failing, detected, repaired; routes
+    /// converging).
+    Fabric(u32),
 }
 
 impl Event {
@@ -33,6 +36,7 @@ impl Event {
             Event::HostWake(i) => (3, i),
             Event::Rto(i) => (4, i),
             Event::CcTimer(i) => (5, i),
+            Event::Fabric(i) => (6, i),
         };
         kind << 32 | id as u64
     }
@@ -45,7 +49,8 @@ impl Event {
             2 => Event::FlowStart(id),
             3 => Event::HostWake(id),
             4 => Event::Rto(id),
-            _ => Event::CcTimer(id),
+            5 => Event::CcTimer(id),
+            _ => Event::Fabric(id),
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct LinkResult {
     /// All frame bytes sent.
     pub bytes: u64,
     pub max_queue_bytes: u64,
+    /// How long the link was down during the run (failures).
+    pub down_ps: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +75,15 @@ pub struct Report {
     pub data_packets_trimmed: u64,
     /// Data packets lost on links (`link.loss_rate`), among `data_packets_dropped`.
     pub data_packets_lost_on_links: u64,
+    /// Frames sent into failed links (or left without a route), among the drops, and the
+    /// payload bytes of the data frames among them.
+    pub frames_blackholed: u64,
+    pub data_bytes_blackholed: u64,
+    /// Times routes changed (local reroutes at detection, global convergences).
+    pub reroutes: u64,
+    /// The failure-aware rate bound (`bounds::failure`): the fraction of its line rate the
+    /// busiest host can use with every flow split evenly over its valid paths (1: no failure).
+    pub rho_max: f64,
     pub data_bytes_trimmed: u64,
     pub ecn_marks: u64,
     /// Packets still alive after the run drained (always 0: checked by tests).

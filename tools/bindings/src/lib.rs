@@ -173,6 +173,7 @@ fn simulate_packet(
     links.set_item("data_bytes", lcol(&|l| l.data_bytes))?;
     links.set_item("bytes", lcol(&|l| l.bytes))?;
     links.set_item("max_queue_bytes", lcol(&|l| l.max_queue_bytes))?;
+    links.set_item("down_ps", lcol(&|l| l.down_ps))?;
     out.set_item("links", links)?;
     out.set_item("cct_ps", report.cct_ps)?;
     out.set_item("lower_bound_ps", report.lower_bound_ps)?;
@@ -184,7 +185,14 @@ fn simulate_packet(
     out.set_item("data_packets_dropped", report.data_packets_dropped)?;
     out.set_item("acks_dropped", report.acks_dropped)?;
     out.set_item("data_packets_trimmed", report.data_packets_trimmed)?;
-    out.set_item("data_packets_lost_on_links", report.data_packets_lost_on_links)?;
+    out.set_item(
+        "data_packets_lost_on_links",
+        report.data_packets_lost_on_links,
+    )?;
+    out.set_item("frames_blackholed", report.frames_blackholed)?;
+    out.set_item("data_bytes_blackholed", report.data_bytes_blackholed)?;
+    out.set_item("reroutes", report.reroutes)?;
+    out.set_item("rho_max", report.rho_max)?;
     out.set_item("data_bytes_trimmed", report.data_bytes_trimmed)?;
     out.set_item("ecn_marks", report.ecn_marks)?;
     out.set_item("packets_alive_at_end", report.packets_alive_at_end)?;

@@ -266,6 +266,7 @@ fn as_permutation(topo: &Topology, flows: &[FlowSpec]) -> Option<(u64, u32)> {
     ))
 }
 
+pub mod failure;
 mod round_robin;
 #[cfg(test)]
 mod tests;

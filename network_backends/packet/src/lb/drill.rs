@@ -7,7 +7,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::Time;
 use rand::Rng as _;
 
@@ -33,6 +33,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for Drill {
+    fn on_routes_changed(&mut self, topo: &Topology) {
+        self.memory = vec![None; topo.groups.len()];
+    }
+
     fn reads_queues(&self) -> bool {
         true
     }

@@ -15,7 +15,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::{Dur, Time, PS_PER_US};
 use rand::seq::SliceRandom;
 use rand::Rng as _;
@@ -106,6 +106,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for Ethereal {
+    fn on_routes_changed(&mut self, topo: &Topology) {
+        self.routes = SourceRoutes::new(topo);
+    }
+
     fn entropy(&mut self, flow: FlowId, seq: u32, _now: Time) -> u32 {
         let p = &self.paths[flow as usize];
         p[seq as usize % p.len()]

@@ -10,7 +10,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::Time;
 use std::collections::HashMap;
 
@@ -45,6 +45,10 @@ impl HostDr {
 }
 
 impl LoadBalancer for HostDr {
+    fn on_routes_changed(&mut self, topo: &Topology) {
+        self.routes = SourceRoutes::new(topo);
+    }
+
     fn entropy(&mut self, flow: FlowId, _seq: u32, _now: Time) -> u32 {
         let f = self.flows[flow as usize];
         self.next_path(f.src, f.dst, false)

@@ -7,7 +7,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::{Dur, Time, PS_PER_US};
 use rand::Rng as _;
 use std::collections::HashMap;
@@ -33,6 +33,11 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for Letflow {
+    /// A flowlet's port may have left its group: every flowlet starts afresh.
+    fn on_routes_changed(&mut self, _topo: &Topology) {
+        self.table.clear();
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }

@@ -106,6 +106,11 @@ pub trait LoadBalancer: Send {
     /// The flow's retransmission timer fired.
     fn on_timeout(&mut self, _flow: FlowId, _now: Time) {}
 
+    /// Switches' next-hop groups changed (a link failed or came back): group ids may now
+    /// name other port sets, and a port chosen before may no longer be a candidate, so
+    /// state keyed by group or holding ports must be rebuilt for `topo`.
+    fn on_routes_changed(&mut self, _topo: &Topology) {}
+
     /// Delay added to the flow's start time (asked once per flow, before the run).
     fn start_delay(&mut self, _flow: FlowId) -> Dur {
         Dur(0)

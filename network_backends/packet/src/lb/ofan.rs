@@ -10,7 +10,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::Time;
 use std::collections::HashMap;
 
@@ -38,6 +38,11 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for Ofan {
+    /// A pointer rotates over its group's ports as they were: every one starts afresh.
+    fn on_routes_changed(&mut self, _topo: &Topology) {
+        self.pointers.clear();
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }

@@ -1,7 +1,9 @@
 //! `reps` (Recycled Entropy Packet Spraying, SMaRTT-REPS paper Algorithm 4).
 //! For the first BDP of packets a flow explores entropies in sequence; afterwards
 //! it reuses the entropy of the latest unmarked ACK, and moves on to a fresh
-//! entropy whenever an ACK comes back ECN-marked.
+//! entropy whenever an ACK comes back ECN-marked. Beyond Algorithm 4 (its §3.6 leaves
+//! such policies open), a NACK or a timeout also moves the flow on: a path that loses
+//! packets (a failed link blackholing them) returns no ACK that could replace its entropy.
 
 use super::{FlowId, LbInit, LoadBalancer};
 use crate::config::Params;
@@ -56,12 +58,16 @@ impl LoadBalancer for Reps {
     }
 
     fn on_feedback(&mut self, fb: &Feedback) {
-        let cached = if fb.ecn() {
+        let cached = if fb.ecn() || fb.nack() {
             self.fresh(fb.flow)
         } else {
             fb.echo
         };
         self.flows[fb.flow as usize].cached_entropy = cached;
+    }
+
+    fn on_timeout(&mut self, flow: FlowId, _now: Time) {
+        self.flows[flow as usize].cached_entropy = self.fresh(flow);
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

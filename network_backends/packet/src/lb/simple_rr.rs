@@ -9,7 +9,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::Time;
 
 pub struct SimpleRr {
@@ -27,6 +27,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for SimpleRr {
+    fn on_routes_changed(&mut self, topo: &Topology) {
+        self.pointers = (0..2 * topo.groups.len()).map(|_| None).collect();
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }

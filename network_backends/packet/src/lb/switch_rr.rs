@@ -12,7 +12,7 @@ use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
-use crate::topology::PortId;
+use crate::topology::{PortId, Topology};
 use crate::units::Time;
 
 pub struct SwitchRr {
@@ -34,6 +34,10 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
 }
 
 impl LoadBalancer for SwitchRr {
+    fn on_routes_changed(&mut self, topo: &Topology) {
+        self.pointers = (0..topo.groups.len()).map(|_| None).collect();
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }

@@ -127,6 +127,7 @@ impl Simulation {
             }
             Event::Rto(f) => self.on_rto(f),
             Event::CcTimer(f) => self.on_cc_timer(f),
+            Event::Fabric(i) => self.on_fabric_change(i as usize),
         }
         match self.error.take() {
             Some(e) => Err(e),

@@ -22,15 +22,17 @@ use crate::qdisc::{self, Overflow, QdiscInit, QueueDiscipline};
 use crate::receiver::{self, Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::report::{FlowResult, LinkResult, Report, StageStats};
 use crate::rng::{derive_seed, mix64};
-use crate::topology::{PortId, Topology};
+use crate::topology::{PortId, Topology, NO_GROUP};
 use crate::traffic::{self, FlowSpec};
 use crate::transport::{CcTimers, Feedback, FlowPath, IntSummary};
 use crate::units::{Dur, Rate, Time, PS_PER_US};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use tracefabric_fabric::failures::FailurePlan;
 use tracefabric_fabric::{Fabric, FabricConfig, FrameTiming};
 
 mod driven;
 mod event_loop;
+mod failures;
 mod host;
 mod packet;
 mod ports;
@@ -42,6 +44,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
+use failures::FailureState;
 use packet::{Packet, ACK, GAP_LATE, LOST, TRIMMED};
 
 /// Fields are grouped by the events that touch them together, hot first, so an event
@@ -68,6 +71,8 @@ struct PortRt {
     wake_pending: bool,
     /// A host NIC owes the decision on its next frame at `busy_until` (see `host_catch_up`).
     send_owed: bool,
+    /// Its link has failed: what it sends is lost (blackholed).
+    down: bool,
 
     /// (The inter-frame gap, `PacketConfig::gap_bytes` serialized at `rate`, is worked
     /// out per frame: lines 1 and 2 are full.)
@@ -208,6 +213,8 @@ pub struct Simulation {
     completions: VecDeque<(Time, u32)>,
     /// Arrival times of frames whose gap did not fit (`GAP_LATE`), per port, in order.
     late_arrivals: HashMap<u32, VecDeque<Time>>,
+    /// Scheduled changes of the fabric (`Event::Fabric`), and what they did.
+    failures: FailureState,
 }
 
 /// Networks with fewer ports than this run without the look-ahead (`prefetch_ahead`;

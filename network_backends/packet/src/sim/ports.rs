@@ -9,8 +9,11 @@ impl Simulation {
     /// moment it freed up).
     #[inline(always)]
     pub(super) fn transmit(&mut self, port: usize, mut pkt: Packet, at: Time) {
-        if self.loss_threshold != 0 && self.link_loses(port) {
+        if self.ports[port].down {
+            self.blackhole(&mut pkt);
+        } else if self.loss_threshold != 0 && self.link_loses(port) {
             pkt.mark_lost();
+            self.pkts_lost += !pkt.is_ack() as u64;
         }
         let p = &mut self.ports[port];
         let wire = pkt.wire() as u64;
@@ -109,7 +112,6 @@ impl Simulation {
         }
         let node = self.ports[port].peer;
         if pkt.is_lost() {
-            self.pkts_lost += !pkt.is_ack() as u64;
             self.drop_packet(port, pkt);
         } else if node < self.topo.n_hosts {
             self.host_receive(node, pkt);
@@ -145,6 +147,9 @@ impl Simulation {
             self.topo.host_down_port[p.dst() as usize]
         } else {
             let group = self.topo.group_towards(node, dst_edge);
+            if group == NO_GROUP {
+                return self.unroutable(p);
+            }
             let n = self.topo.group_ports(group).len();
             if n == 1 {
                 self.topo.group_ports(group)[0]
@@ -245,6 +250,18 @@ impl Simulation {
     #[inline(never)]
     pub(super) fn drop_packet(&mut self, port: usize, p: Packet) {
         self.port_counts[port].drops += 1;
+        self.count_drop(p);
+    }
+
+    /// Failures left a switch without a way to the frame's destination: it is lost.
+    #[cold]
+    #[inline(never)]
+    fn unroutable(&mut self, mut p: Packet) {
+        self.blackhole(&mut p);
+        self.count_drop(p);
+    }
+
+    fn count_drop(&mut self, p: Packet) {
         if p.is_ack() {
             self.acks_dropped += 1;
         } else {

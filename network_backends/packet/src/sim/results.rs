@@ -115,6 +115,9 @@ impl Simulation {
                 data_bytes: rt.data_tx_bytes,
                 bytes: rt.tx_bytes,
                 max_queue_bytes: rt.max_queue,
+                down_ps: self.failures.down_ps.get(&(i as u32)).copied().unwrap_or(0)
+                    + (self.failures.down_since.get(&(i as u32)))
+                        .map_or(0, |&since| completed_at.0.saturating_sub(since.0)),
             })
             .collect();
         Report {
@@ -129,6 +132,10 @@ impl Simulation {
             acks_dropped: self.acks_dropped,
             data_packets_trimmed: self.pkts_trimmed,
             data_packets_lost_on_links: self.pkts_lost,
+            frames_blackholed: self.failures.blackholed,
+            data_bytes_blackholed: self.failures.bytes_blackholed,
+            reroutes: self.failures.reroutes,
+            rho_max: self.rho_max(),
             data_bytes_trimmed: self.bytes_trimmed,
             ecn_marks: self.port_counts.iter().map(|p| p.marks).sum(),
             packets_alive_at_end: live,

@@ -43,6 +43,7 @@ impl Simulation {
             ));
         }
         traffic::check(&specs, topo.n_hosts)?;
+        let failure_plan = FailurePlan::build(&fab.failures, &topo, seed)?;
         let rate = Rate::from_gbps(fab.link.rate_gbps);
         let max_time = Time((limits.max_time_ms * 1e9).round() as u64);
         if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| f.start > max_time) {
@@ -167,6 +168,7 @@ impl Simulation {
                 queued: 0,
                 wake_pending: false,
                 send_owed: false,
+                down: false,
                 rate: p.rate,
                 arrive_delay: if p.peer < topo.n_hosts {
                     p.latency
@@ -259,7 +261,7 @@ impl Simulation {
             !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
         });
         let salts = lb::switch_salts(seed, topo.n_nodes());
-        Ok(Simulation {
+        let mut sim = Simulation {
             rto,
             qdisc_floor: qdisc.dequeue_floor(),
             qdisc,
@@ -290,6 +292,7 @@ impl Simulation {
             driven: false,
             completions: VecDeque::new(),
             late_arrivals: HashMap::new(),
+            failures: FailureState::default(),
             topo,
             flows,
             hot,
@@ -302,7 +305,9 @@ impl Simulation {
             fabric: fab,
             limits: limits.clone(),
             requested_start,
-        })
+        };
+        sim.schedule_failures(failure_plan);
+        Ok(sim)
     }
 
     pub fn topology(&self) -> &Topology {

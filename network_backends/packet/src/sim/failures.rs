@@ -1,0 +1,171 @@
+//! Link failures at run time (`tracefabric_fabric::failures`): a failed link blackholes what
+//! its ports send until the switches at its ends detect it and reroute locally; after the
+//! global convergence time every switch's routes avoid it. Schemes learn of changed routes
+//! through `LoadBalancer::on_routes_changed` and of lost packets through their own feedback.
+
+use super::*;
+use tracefabric_fabric::failures::Change;
+use tracefabric_fabric::routes::LinkState;
+
+#[derive(Default)]
+pub(super) struct FailureState {
+    pub(super) changes: Vec<(Time, Change)>,
+    /// The nominal rate of each degraded port.
+    pub(super) nominal: HashMap<u32, Rate>,
+    /// Since when each failed port has been down, and its total down time so far.
+    pub(super) down_since: HashMap<u32, Time>,
+    pub(super) down_ps: HashMap<u32, u64>,
+    pub(super) blackholed: u64,
+    pub(super) bytes_blackholed: u64,
+    /// Times routes changed (local reroutes and global convergences).
+    pub(super) reroutes: u64,
+    /// One port of every link that fails during the run.
+    pub(super) failed: Vec<u32>,
+}
+
+impl Simulation {
+    /// Schedules the fabric's changes (before any flow starts: one at a flow's start time
+    /// comes first).
+    pub(super) fn schedule_failures(&mut self, plan: tracefabric_fabric::failures::FailurePlan) {
+        for (i, &(at, _)) in plan.changes.iter().enumerate() {
+            self.events.push(Time(at), Event::Fabric(i as u32));
+        }
+        self.failures.changes = plan
+            .changes
+            .into_iter()
+            .map(|(t, c)| (Time(t), c))
+            .collect();
+        self.failures.failed = plan.failed;
+    }
+
+    /// ρ_max (`bounds::failure`) with every link that fails during the run down and routes
+    /// converged around them: 1 without failures, 0 if they cut flows off.
+    pub fn rho_max(&self) -> f64 {
+        if self.failures.failed.is_empty() {
+            return 1.0;
+        }
+        let mut topo = self.topo.clone();
+        for &p in &self.failures.failed {
+            let _ = topo.set_link_state(p, LinkState::Down);
+        }
+        if topo.compute_routes().is_err() {
+            return 0.0;
+        }
+        let flows: Vec<FlowSpec> = self.flows.iter().map(|f| f.spec).collect();
+        bounds::failure::rho_max(&topo, &flows)
+    }
+
+    pub(super) fn on_fabric_change(&mut self, i: usize) {
+        let change = self.failures.changes[i].1;
+        match change {
+            Change::Down(port) | Change::Up(port) => {
+                let down = matches!(change, Change::Down(_));
+                for p in [port, port ^ 1] {
+                    // What the port has sent so far is decided; from now on it is lost.
+                    self.catch_up_port(p as usize, self.now);
+                    self.ports[p as usize].down = down;
+                    if down {
+                        self.failures.down_since.entry(p).or_insert(self.now);
+                    } else if let Some(since) = self.failures.down_since.remove(&p) {
+                        *self.failures.down_ps.entry(p).or_default() += (self.now - since).0;
+                    }
+                }
+                let state = if down { LinkState::Down } else { LinkState::Up };
+                // Host links were refused when the plan was built unless asked for.
+                let _ = self.topo.set_link_state(port, state);
+            }
+            Change::Degrade(port, fraction) => {
+                for p in [port, port ^ 1] {
+                    self.catch_up_port(p as usize, self.now);
+                    let nominal = *self
+                        .failures
+                        .nominal
+                        .entry(p)
+                        .or_insert(self.ports[p as usize].rate);
+                    self.ports[p as usize].rate =
+                        Rate::from_gbps(nominal.bps() as f64 * fraction / 1e9);
+                }
+            }
+            Change::Detect(port) => {
+                if !self.ports[port as usize].down {
+                    return; // repaired before it was detected
+                }
+                let ends = [
+                    (self.topo.ports[port as usize].owner, port),
+                    (self.topo.ports[port as usize].peer, port ^ 1),
+                ];
+                let mut changed = false;
+                for (node, p) in ends {
+                    changed |= self.topo.exclude_locally(node, p);
+                }
+                if changed {
+                    self.routes_changed();
+                }
+            }
+            Change::Converge => {
+                if let Err(tracefabric_fabric::FabricError::InvalidConfig { message, .. }) =
+                    self.topo.compute_routes()
+                {
+                    self.error = Some(self.disconnected(message));
+                    return;
+                }
+                self.routes_changed();
+            }
+        }
+    }
+
+    fn routes_changed(&mut self) {
+        self.failures.reroutes += 1;
+        self.lb.on_routes_changed(&self.topo);
+    }
+
+    /// Brings a port's departures up to `t` before its state changes.
+    fn catch_up_port(&mut self, port: usize, t: Time) {
+        if self.ports[port].owner_is_host {
+            self.host_catch_up(port, t);
+        } else {
+            self.catch_up(port, t);
+        }
+    }
+
+    /// The error of a failure set that cuts flows off: the first unfinished flow it cuts
+    /// and the links that are down.
+    fn disconnected(&self, why: String) -> SimError {
+        let down: Vec<String> = (0..self.ports.len())
+            .step_by(2)
+            .filter(|&p| self.ports[p].down)
+            .map(|p| format!("{}-{}", self.topo.ports[p].owner, self.topo.ports[p].peer))
+            .collect();
+        let cut = (self.flows.iter().enumerate()).find(|(_, f)| {
+            let (s, d) = (
+                self.topo.host_edge[f.spec.src as usize],
+                self.topo.host_edge[f.spec.dst as usize],
+            );
+            f.finish.is_none()
+                && why.contains(&format!("edge switch {s} "))
+                && why.contains(&format!("edge switch {d}"))
+        });
+        let flow = match cut {
+            Some((i, f)) => format!(
+                "flow {i} ({} -> {}) cannot reach its destination: ",
+                f.spec.src, f.spec.dst
+            ),
+            None => String::new(),
+        };
+        config_err(
+            "failures",
+            format!("{flow}{why}; links down: {}", down.join(", ")),
+        )
+    }
+
+    /// A frame sent into a failed link: lost, counted as blackholed.
+    #[cold]
+    pub(super) fn blackhole(&mut self, pkt: &mut Packet) {
+        pkt.mark_lost();
+        self.failures.blackholed += 1;
+        if !pkt.is_ack() {
+            self.failures.bytes_blackholed +=
+                (pkt.wire() as u32).saturating_sub(self.fabric.packet.header_bytes) as u64;
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Link failures at run time: blackholing until detection, local reroute, global
+//! convergence; determinism; a disconnected fabric named, not hung; the ρ_max bound.
+
+use serde_json::{json, Value};
+use tracefabric_packet::{simulate_json, Report, SimError};
+
+fn run(cfg: Value) -> Result<Report, SimError> {
+    simulate_json(&cfg.to_string(), &mut |_, _| true)
+}
+
+fn k8(scheme: Value, traffic: Value, failures: Value) -> Value {
+    json!({"topology": {"kind": "fat_tree", "k": 8}, "seed": 1, "scheme": scheme,
+           "traffic": traffic, "failures": failures})
+}
+
+fn conserved(r: &Report, what: &str) {
+    assert_eq!(
+        r.data_bytes_sent,
+        r.data_bytes_delivered + r.data_bytes_dropped + r.data_bytes_trimmed,
+        "{what}"
+    );
+    assert_eq!(r.packets_alive_at_end, 0, "{what}");
+    assert!(r.flows.iter().all(|f| f.finish_ps > 0), "{what}");
+    assert!(r.data_bytes_blackholed <= r.data_bytes_dropped, "{what}");
+}
+
+/// Hosts 0..128, then 32 edges (128 ..), 32 aggregations (pod p: 160 + 4p ..), 16 cores (192 ..).
+const AGG0: u32 = 160;
+const CORE0: u32 = 192;
+
+#[test]
+fn a_link_failing_mid_run_blackholes_until_rerouted_and_every_loss_scheme_recovers() {
+    // Pod 0's first aggregation loses its link to core 0 at 2 us: frames sent into it are
+    // lost until the aggregation stops using it (10 us) and every switch's routes avoid it
+    // (50 us; core 0 could only reach pod 0 that way).
+    let failures = json!({"links": [{"nodes": [AGG0, CORE0], "down_at_us": 2}],
+                          "detection_us": 8, "convergence_us": 48});
+    let traffic = json!({"kind": "permutation", "bytes": 2_097_152});
+    for loss in ["sack", "trim", "gbn", "erasure"] {
+        let r = run(k8(
+            json!({"lb": "ecmp", "loss": loss}),
+            traffic.clone(),
+            failures.clone(),
+        ))
+        .unwrap();
+        conserved(&r, loss);
+        assert!(r.frames_blackholed > 0, "{loss}: nothing was blackholed");
+        assert_eq!(r.reroutes, 2, "{loss}: a local reroute and a convergence");
+        // The link stays down to the end: its down time is the run from 2 us on.
+        let down: Vec<u64> = r
+            .links
+            .iter()
+            .filter(|l| l.down_ps > 0)
+            .map(|l| l.down_ps)
+            .collect();
+        assert_eq!(down.len(), 2, "{loss}: both directions");
+        assert!(down.iter().all(
+            |&d| d + 2_000_000 == r.cct_ps + r.flows.iter().map(|f| f.start_ps).min().unwrap()
+        ));
+        assert!(
+            r.rho_max < 1.0 && r.rho_max > 0.9,
+            "{loss}: rho_max {}",
+            r.rho_max
+        );
+    }
+}
+
+#[test]
+fn failures_converged_before_the_run_blackhole_nothing_and_follow_the_seed() {
+    let failures = json!({"probability": 0.05, "convergence_us": 0});
+    let cfg = |seed: u64| {
+        let mut c = k8(
+            json!({"lb": "reps"}),
+            json!({"kind": "permutation", "bytes": 1_048_576}),
+            failures.clone(),
+        );
+        c["seed"] = json!(seed);
+        c
+    };
+    let (a, b, c) = (
+        run(cfg(1)).unwrap(),
+        run(cfg(1)).unwrap(),
+        run(cfg(2)).unwrap(),
+    );
+    assert_eq!(a.digest, b.digest);
+    assert_ne!(a.digest, c.digest);
+    for r in [&a, &c] {
+        conserved(r, "converged");
+        assert_eq!(r.frames_blackholed, 0);
+        assert!(r.links.iter().filter(|l| l.down_ps > 0).count() >= 2);
+    }
+}
+
+#[test]
+fn a_failure_set_that_cuts_flows_off_is_named_not_hung() {
+    // Both uplinks of pod 0's... every uplink of edge switch 128 (hosts 0-3) fails.
+    let edge = 128;
+    let links: Vec<Value> = (0..4).map(|a| json!({"nodes": [edge, AGG0 + a]})).collect();
+    let err = run(k8(
+        json!({}),
+        json!({"kind": "permutation", "bytes": 65_536}),
+        json!({"links": links, "convergence_us": 0}),
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("invalid config field `failures`"), "{err}");
+    assert!(
+        err.contains("cannot reach its destination")
+            && err.contains(&format!("edge switch {edge}")),
+        "{err}"
+    );
+    assert!(
+        err.contains("links down: 128-160, 128-161, 128-162, 128-163"),
+        "{err}"
+    );
+}
+
+#[test]
+fn spraying_that_learns_beats_switch_adaptive_routing_when_routes_never_converge() {
+    // OFAN Fig. 3 (G = infinity): with 2 % of switch links failed and no convergence,
+    // REPS learns to avoid entropies whose packets vanish; switch AR sees the dead ports'
+    // empty queues and keeps choosing them until detection.
+    let failures = json!({"probability": 0.02, "detection_us": 1000.0});
+    let traffic = json!({"kind": "permutation", "bytes": 1_048_576});
+    let mut cct = std::collections::BTreeMap::new();
+    for scheme in ["reps", "switch_ar"] {
+        let r = run(k8(json!({"lb": scheme}), traffic.clone(), failures.clone())).unwrap();
+        conserved(&r, scheme);
+        cct.insert(scheme, r.cct_ps);
+    }
+    assert!(cct["reps"] < cct["switch_ar"], "{cct:?}");
+}

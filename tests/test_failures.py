@@ -1,0 +1,69 @@
+"""Link failures from Python and the CLI: the spec string, the engine's checks named by
+field, the failure-aware bound, and failures in an iteration's fabric."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tracefabric import ConfigError
+from tracefabric.cli import app
+from tracefabric.collectives.microbenchmark import write_microbenchmark
+from tracefabric.iteration import simulate as run_iteration
+from tracefabric.network_backends.packet import simulate
+
+SYSTEM = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "preferred-dataset-splits": 1,
+          "endpoint-delay": 0, "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+          "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+
+
+@pytest.mark.parametrize("spec,field,message", [
+    ("probability", "failures", "expected KEY=VALUE"),
+    ("bogus=1", "failures.bogus", "unknown field `bogus`"),
+    ("probability=2", "failures.probability", "expected a probability in [0, 1]"),
+    ("detection_us=-1", "failures.detection_us", "expected microseconds"),
+    ('{"links": [{"nodes": [0, 1]}]}', "failures.links[0].nodes", "no link joins these nodes"),
+    ('{"links": [{"nodes": [0, 16]}]}', "failures.links[0].nodes", "is the link of host 0: failing it cuts the host off"),
+])
+def test_a_malformed_failure_spec_names_its_field(spec, field, message):
+    with pytest.raises(ConfigError) as e:
+        simulate("fat-tree:k=4", "permutation:size=64KiB", failures=spec)
+    assert e.value.field == field and message in str(e.value)
+
+
+def test_the_worked_rho_max_example_and_a_converged_failure_set():
+    # One aggregation-core link of pod 0 down (k = 8: aggregations from node 160, cores
+    # from 192), routes converged before the run: an all-to-all host can use 127 / 131.47.
+    links = {"links": [{"nodes": [160, 192]}], "convergence_us": 0}
+    r = simulate("fat-tree:k=8", "all-to-all:size=4KiB", lb="host_spray", failures=links)
+    assert r.summary["rho_max"] == pytest.approx(127 / (12 + 4 * 112 * 4 / 15), rel=1e-9)
+    # Detected and converged at 0: a local reroute, then every switch's routes.
+    assert r.summary["frames_blackholed"] == 0 and r.summary["reroutes"] == 2
+    assert (r.links["down_ps"] > 0).sum() == 2
+    assert simulate("fat-tree:k=8", "all-to-all:size=4KiB", lb="host_spray").summary["rho_max"] == 1.0
+
+
+def test_the_cli_takes_failures():
+    res = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--traffic", "permutation:size=64KiB",
+                                   "--lb", "reps", "--failures", "probability=0.1,convergence_us=0,seed=3", "--json"])
+    assert res.exit_code == 0, res.output
+    cut = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--failures", "probability=0.2,convergence_us=0,seed=3"])
+    said = cut.output + str(cut.exception or "")
+    assert cut.exit_code != 0 and "cannot reach its destination" in said and "links down: " in said
+    bad = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--failures", "probability=7"])
+    assert bad.exit_code != 0 and "failures.probability" in bad.output + str(bad.exception or "")
+
+
+def test_an_iteration_runs_over_a_fabric_with_a_failed_link(tmp_path):
+    # 8 ranks on 2 leaves x 4 hosts over 2 spines; one leaf-spine link down from the start
+    # halves the capacity between the leaves, which the two cross-leaf ring steps use.
+    wl = write_microbenchmark(tmp_path, 8, "all_reduce", 8 * 2**20)
+    fabric = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+              "link": {"rate_gbps": 400, "latency_ns": 500}}
+    intact = run_iteration(wl, SYSTEM, fabric, backend="packet", scheme="host_spray")
+    failed = run_iteration(wl, SYSTEM, {**fabric, "failures": {"links": [{"nodes": [8, 10]}], "convergence_us": 0}},
+                           backend="packet", scheme="host_spray")
+    assert failed.iteration_ns > intact.iteration_ns
+    assert json.dumps(failed.network_counters)  # counters still reported
