@@ -67,6 +67,7 @@ def test_nscc_lands_where_the_uec_simulator_validates_it():
     fct = r.flows.fct_us
     # The tail within 3 % of UEC's 2,478.5 µs (ideal: 15 × 490 packets at 12.5 GB/s =
     # 2,446 µs), the spread max/min below 2 (UEC: 1.95), trims about UEC's 811 NACKs.
+    # Measured: 176.9 µs alone; 2,472.1 µs, spread 1.41, 810 trims.
     assert fct.max() == pytest.approx(2478.5, rel=0.03)
     assert fct.max() / fct.min() < 2.0
     assert r.summary["data_packets_trimmed"] == pytest.approx(811, rel=0.25)
@@ -83,18 +84,21 @@ def test_smartt_incast_completes_near_ideal_with_trimming_and_one_rto_later_with
     """Fig. 8: a 16:1 incast of 512 KiB. With trimming QuickAdapt sizes the windows from
     the trims within a round trip or two; without it (drops; md doubled, §3.3) only
     timeouts find the losses, so the tail waits at least one RTO (here 3 base RTTs, as the
-    authors' htsim code sets it) and at most that plus a round trip (< 4 base RTTs)."""
+    authors' htsim code sets it) and at most that plus a round trip (< 4 base RTTs).
+    Measured over 4 seeds: trimming ends 1.8-2.9 base RTTs after the bound (the 6-hop
+    sender last), no trimming 2.1-3.4 base RTTs after that (the paper: slightly more than
+    one, with per-packet timers)."""
     incast = {"kind": "incast", "dst": 0, "senders": 16, "bytes": 512 << 10}
-    gaps = []
+    over, gaps = [], []
     for seed in range(4):
         trim = simulate("fat-tree:k=8", incast, scheme="smartt_reps", seed=seed, **SMARTT)
         drop = simulate("fat-tree:k=8", incast, scheme="smartt_reps", loss="sack", cc_params={"md": 4.0},
                         loss_params={"threshold": 1_000_000}, limits={"rto_us": 3 * SMARTT_RTT}, seed=seed, **SMARTT)
-        bound = trim.summary["lower_bound_ps"] / 1e6
-        assert trim.flows.fct_us.max() < bound + 3 * SMARTT_RTT, seed
-        assert trim.summary["data_packets_dropped"] == 0 and drop.summary["data_packets_dropped"] > 0
+        assert trim.summary["data_packets_dropped"] == 0 and trim.flows.timeouts.sum() == 0
+        assert drop.summary["data_packets_dropped"] > 0 and drop.flows.timeouts.sum() > 0
+        over.append((trim.flows.fct_us.max() - trim.summary["lower_bound_ps"] / 1e6) / SMARTT_RTT)
         gaps.append((drop.flows.fct_us.max() - trim.flows.fct_us.max()) / SMARTT_RTT)
-    # Paper: slightly more than one base RTT (with its per-packet timers).
+    assert statistics.mean(over) < 3.0, over
     assert 1.0 <= statistics.mean(gaps) <= 4.0, gaps
 
 
@@ -130,7 +134,12 @@ def test_mswift_fig13_only_ofan_keeps_its_ideal_cct_on_long_messages():
     """OFAN Fig. 13 (default setup: k = 8, 800 Gbps, 0.5 µs links, 800 KB buffers; a
     permutation). With 1 MB every packet scheme stays within a few percent of its CCT under
     the ideal fixed-rate CC (same SACK loss recovery); with 16 MB host and switch packet AR
-    pay for the CC while OFAN does not slow down (its increase at least 5× smaller)."""
+    pay for the CC while OFAN does not slow down (its increase at least 5× smaller).
+    Measured (increase over the bound, ideal+erasure -> MSwift+SACK): 1 MB host_spray
+    10.1 -> 19.7 % (ideal+SACK 15.9 %), switch_ar 10.5 -> 10.5 %, ofan 1.8 -> 1.8 %; 16 MB
+    host_spray 4.3 -> 72 %, switch_ar 3.1 -> 86 %, ofan 0.17 -> 0.17 %. The paper's "about
+    10 %" for the two AR schemes is missed: SACK's 32-packet threshold resends 8 % of the
+    packets as spurious retransmissions once queues pass 32 packets (with 128: 35 and 13 %)."""
     increase = {}
     for size in (1 << 20, 16 << 20):
         for lb in ("host_spray", "switch_ar", "ofan"):
