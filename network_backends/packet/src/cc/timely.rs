@@ -9,17 +9,20 @@
 //!   (hyper-active increase);
 //! - else R ← R·max(0, 1 − β·gradient);
 //!
-//! with R in [`min_rate`, line rate]. The update takes the first ACK at least one RTT
+//! with R in [δ, line rate]. Hyper-active increase counts increases in the gradient
+//! region only, as TIMELY's Algorithm 1 and CC-CATALOGUE §3 put it (HPCC's code also
+//! applies R_HAI below T_low). The update takes the first ACK at least one RTT
 //! (its own sample's) after the previous update, where HPCC's waits for the ACK of the
 //! packet sent at the previous update: both once per round trip.
 //!
 //! Defaults are HPCC's (SwCC quotes α and β): α 0.875, β 0.8, T_low 50 µs, T_high
 //! 500 µs, δ = line rate / 1000 (100 Mb/s at 100 Gbps), R_HAI = 5·δ after 5 increases,
 //! rates start at the line rate. The gradient is normalized by the flow's unloaded
-//! round trip (TIMELY's minimum RTT; HPCC fixes 20 µs, `min_rtt_us`). The rate never
-//! drops below δ. A timeout leaves the rate alone (HPCC has none). Any constant RTT
-//! between T_low and T_high is an equilibrium, so a queue of about T_low − base RTT
-//! stands at a bottleneck. T_low = 50 µs is 5 MB of queue at 800 Gbps: on shallow
+//! round trip (TIMELY's minimum RTT; HPCC fixes 20 µs, `min_rtt_us`). A timeout leaves
+//! the rate alone (HPCC has none). Any constant RTT between T_low and T_high is an
+//! equilibrium, so a queue of about T_low − base RTT stands at a bottleneck (the rates
+//! grow until the RTT passes T_low; the gradient's cut then overshoots by a round trip
+//! of feedback, so the queue saws between empty and that level). T_low = 50 µs is 5 MB of queue at 800 Gbps: on shallow
 //! buffers set `t_low_us`/`t_high_us` to what the buffer holds.
 
 use super::{fixed, mul_div, us, CcInit, CongestionControl, ONE};
