@@ -98,8 +98,9 @@ class SystemConfig:
     def roofline(self) -> bool:
         return bool(self["roofline-enabled"]) and not bool(self["replay-only"])
 
-    def for_engine(self, dims: list[int], astra_blocks: bool) -> dict[str, Any]:
-        """The normalized config the Rust system layer takes."""
+    def for_engine(self, dims: list[int], astra: bool) -> dict[str, Any]:
+        """The normalized config the Rust system layer takes; `astra`: ASTRA-sim 2.x's
+        semantics and block sizes (the `analytical:astra-*` backends, and `astra export`)."""
         for key in IMPLEMENTATION_KEYS:
             for dim, (name, npus) in enumerate(zip(self[key], dims)):
                 check_direct_window(name, npus, f"{self.path}: {key}[{dim}]", key)
@@ -111,8 +112,9 @@ class SystemConfig:
             "implementations": {k: [canonical_algorithm(a, f"{self.path}: {k}") for a in self[k]] for k in IMPLEMENTATION_KEYS},
             "local_bw_aware": self["collective-optimization"] == "localBWAware",
             "local_mem_bw_bytes_per_ns": float(self["local-mem-bw"]),
-            "blocks": "truncate" if astra_blocks else "exact",
+            "blocks": "truncate" if astra else "exact",
             "dims": dims,
+            "astra": astra,
         }
 
 

@@ -17,7 +17,8 @@ KINDS = {"all_reduce": "ALL_REDUCE", "all_gather": "ALL_GATHER", "reduce_scatter
 
 
 def write_microbenchmark(folder: str | Path, ranks: int, kind: str, size: int, prefix: str | None = None) -> Path:
-    """Write `<folder>/<prefix>.<r>.et` for r in 0..ranks; returns the prefix path to pass as a workload."""
+    """Write `<folder>/<prefix>.<r>.et` for r in 0..ranks; returns the prefix path to pass as a workload.
+    `size` is the nodes' comm_size: each rank's input (an all-gather's shard; docs/astra-sim.md)."""
     if not isinstance(kind, str) or kind not in KINDS:
         raise ConfigError(f"unknown collective {kind!r}; expected one of {', '.join(KINDS)}", "kind")
     ranks, size = plain(ranks), plain(size)  # numpy numbers from a sweep

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import _core
 from ..astra_configs.formats import RemoteMemory, SystemConfig
+from . import astra_limits
 from ..errors import ConfigError, from_system
 from ..traces.chakra_io import COLLECTIVES, EtNode, comm_kind, int_attr, int_value, split_sum_problem
 from ..traces.validate import COUNT_UNITS, RankTrace, graph_problems, group_problem, load
@@ -45,6 +46,14 @@ def _split_list(splits: Any, attr: str, where: str) -> list[int]:
     return out
 
 
+def _involved_dims(value: Any, where: str) -> list[bool]:
+    """Chakra's `involved_dim`: one bool per network dimension."""
+    if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
+        raise ConfigError(f"{where}: attribute 'involved_dim' = {value!r:.80}: expected a list of bools, one per "
+                          "network dimension", "involved_dim")
+    return value
+
+
 def _duration(ps: int, field: str, where: str) -> int:
     if ps >= _core.CLOCK_LIMIT_PS:  # the simulators' clock: no single node may take longer
         raise ConfigError(f"{where}: {field} gives {ps / 1e12:.3e} s, past the simulators' picosecond clock "
@@ -67,12 +76,14 @@ def is_cpu_op(node: EtNode) -> bool:
     return bool(node.attrs.get("is_cpu_op", False))
 
 
-def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
+def _compute_ps(node: EtNode, cfg: SystemConfig, where: str, astra: bool) -> int:
     a = node.attrs
     num_ops, tensor = int_attr(a, "num_ops", where), int_attr(a, "tensor_size", where)
     for key, value in (("num_ops", num_ops), ("tensor_size", tensor)):
         if value < 0:  # refused with the roofline off too, as `trace validate` and `astra export` do
             raise ConfigError(f"{where}: {key} = {value}: expected {COUNT_UNITS[key]} >= 0", key)
+    if astra:
+        astra_limits.check_compute(num_ops, tensor, cfg.roofline, is_cpu_op(node), where)
     if cfg.roofline and not is_cpu_op(node) and num_ops > 0 and tensor > 0:
         # ASTRA-sim's roofline: perf = min(memory bw x operational intensity, peak).
         perf = min(float(cfg["local-mem-bw"]) * 1e9 * num_ops / tensor, float(cfg["peak-perf"]) * 1e12)
@@ -83,17 +94,19 @@ def _compute_ps(node: EtNode, cfg: SystemConfig, where: str) -> int:
 
 
 def check(w: Workload, cfg: SystemConfig, memory: RemoteMemory, dims: list[int]) -> None:
-    """Everything `run` checks before it starts, without running: each node's attributes,
-    collectives matched across their groups, send/recv pairs, and every collective planned
-    with the system config's algorithms on `dims` (NPUs per network dimension)."""
+    """Everything an `analytical:astra-*` run checks before it starts, without running: each
+    node's attributes, collectives matched across their groups, send/recv pairs, every collective
+    planned with the system config's algorithms on `dims` (NPUs per network dimension), and
+    nothing ASTRA-sim would print no result for."""
     try:
-        _core.check_system(json.dumps(engine_input(w, cfg, memory)), json.dumps(cfg.for_engine(dims, astra_blocks=True)))
+        _core.check_system(json.dumps(engine_input(w, cfg, memory, astra=True)), json.dumps(cfg.for_engine(dims, astra=True)))
     except _core.SystemError as e:
         raise from_system(e, cfg.path) from None
 
 
-def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[str, Any]:
-    """The JSON the Rust system layer reads (`WorkloadInput`)."""
+def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory, astra: bool = False) -> dict[str, Any]:
+    """The JSON the Rust system layer reads (`WorkloadInput`). With `astra`, what ASTRA-sim 2.x
+    prints no result for is refused (`astra_limits`)."""
     names = ["world"] + sorted(w.groups)
     index = {name: i for i, name in enumerate(names)}
     group_lists = [list(range(w.ranks))] + [w.groups[n] for n in names[1:]]
@@ -110,7 +123,7 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
             node: dict[str, Any] = {"id": n.id, "deps": sorted({pos[d] for d in [*n.data_deps, *n.ctrl_deps]})}
             a = n.attrs
             if n.type == "COMP_NODE":
-                node.update(kind="compute", duration_ps=_compute_ps(n, cfg, where), cpu=is_cpu_op(n))
+                node.update(kind="compute", duration_ps=_compute_ps(n, cfg, where, astra), cpu=is_cpu_op(n))
             elif n.type in ("MEM_LOAD_NODE", "MEM_STORE_NODE"):
                 if memory.memory_type == "NO_MEMORY_EXPANSION":
                     raise ConfigError(f"{where}: {n.type} needs remote memory, but the memory config is "
@@ -125,6 +138,8 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 kind_name = comm_kind(a["comm_type"]) or str(a["comm_type"])
                 if kind_name not in COLLECTIVES:
                     raise ConfigError(f"{where}: comm_type {kind_name}: expected one of {', '.join(COLLECTIVES)}", "comm_type")
+                if astra:
+                    astra_limits.check_collective(kind_name, where)
                 pg = str(a.get("pg_name", ""))
                 if bad := group_problem(pg, w.groups):
                     raise ConfigError(f"{where}: {bad}", "pg_name")
@@ -135,6 +150,10 @@ def engine_input(w: Workload, cfg: SystemConfig, memory: RemoteMemory) -> dict[s
                 if size < 0:
                     raise ConfigError(f"{where}: comm_size = {size}: expected bytes >= 0", "comm_size")
                 node.update(kind="collective", collective=COLLECTIVES[kind_name], bytes=size, group=group)
+                if "involved_dim" in a:
+                    node["involved_dim"] = _involved_dims(a["involved_dim"], where)
+                if kind_name == "BROADCAST":  # ASTRA-sim replays its recorded time
+                    node["duration_ps"] = _duration(int(n.duration_micros) * 1_000_000, "duration_micros", where)
                 # All-to-all-v: bytes to (and from) each group rank; the system layer checks
                 # that what one rank sends is what its peer expects.
                 for attr, key in (("comm_split_sizes", "split_bytes"), ("comm_recv_split_sizes", "recv_split_bytes")):

@@ -14,7 +14,10 @@ runner = CliRunner()
 
 def test_every_command_has_help():
     # Each command's help lists what it offers: the subcommands of a group, the options of a leaf.
-    expect = {(): ["net"], ("net",): ["run", "compare", "schemes"],
+    expect = {(): ["net", "htsim"], ("net",): ["run", "compare", "schemes"],
+              ("htsim",): ["export", "parse"],
+              ("htsim", "export"): ["--traffic", "--collective", "--ranks", "--size", "--out"],
+              ("htsim", "parse"): ["--cm", "--flows-out"],
               ("net", "run"): ["--topology", "--traffic", "--scheme", "--lb", "--seed", "--flows-out"],
               ("net", "compare"): ["--topology", "--traffic", "--schemes", "--seeds", "--out"],
               ("net", "schemes"): []}

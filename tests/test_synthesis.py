@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tracefabric.errors import ConfigError
-from tracefabric.traces.chakra_io import read_trace
+from tracefabric.traces.chakra_io import COMM_TYPES, read_trace
 from tracefabric.traces.models import ZOO, ModelSpec, from_hf_config, get_model
 from tracefabric.traces.synthesis import Plan, synthesize, write
 
@@ -79,7 +79,9 @@ def test_bytes_sent_per_rank_equal_the_closed_form(name, plan, tmp_path):
     # The same from the ET files on disk: every rank's collectives cover the whole model `passes` times.
     write(syn, tmp_path)
     meta, nodes = read_trace(tmp_path / f"{name}.{n - 1}.et")
-    covered = sum(x.attrs["comm_size"] for x in nodes if x.type == "COMM_COLL_NODE")
+    # An all-gather's comm_size is each rank's shard of the buffer (every collective here spans the world).
+    covered = sum(x.attrs["comm_size"] * (n if x.attrs["comm_type"] == COMM_TYPES["ALL_GATHER"] else 1)
+                  for x in nodes if x.type == "COMM_COLL_NODE")
     assert covered == (3 if plan.parallel == "fsdp" else 1) * p_bytes
     assert meta["version"] == "0.0.4" and meta["world"] == n
 

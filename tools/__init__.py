@@ -7,6 +7,7 @@ analytical models) -> this package's CLI, comparisons and plots. `astra_configs`
 configuration data and scheme presets."""
 
 from .errors import (
+    AstraExtensionWarning,
     ConfigError,
     FlowError,
     SchemeParamError,
@@ -19,6 +20,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AstraExtensionWarning",
     "ConfigError",
     "FlowError",
     "SchemeParamError",

@@ -275,10 +275,10 @@ def trace_synthesize(
         console.print(f"compute durations measured in {durations_from}: {total / 1e3:,.1f} ms per rank on average")
     summary = write(s, out)
     t = Table(title=f"{s.model.name}: {parallel} on {world} ranks ({summary['params'] / 1e9:.2f} B parameters, {precision})")
-    for col in ("collective", "bytes", "per iteration"):
+    for col in ("collective", "buffer bytes", "comm_size (per rank)", "per iteration"):
         t.add_column(col, justify="right")
     for row in summary["collectives_by_size"]:
-        t.add_row(row["type"], f"{row['bytes']:,}", str(row["count"]))
+        t.add_row(row["type"], f"{row['bytes']:,}", f"{row['comm_size']:,}", str(row["count"]))
     console.print(t)
     sent = summary["bytes_sent_per_rank"]
     console.print("bytes sent per rank per iteration: " + ", ".join(f"{k} {v / 1e9:.3f} GB" for k, v in sent.items()))
@@ -601,6 +601,12 @@ def main() -> None:
         print("Aborted!", file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# Registered last: its module takes the option types and helpers above.
+from .cli_htsim import htsim  # noqa: E402
+
+app.add_typer(htsim, name="htsim")
 
 
 def _usage_message(e: ClickException) -> str:

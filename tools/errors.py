@@ -85,6 +85,11 @@ def from_engine(err: Exception) -> TracefabricError:
     return ConfigError(message, field=f.get("field", ""))
 
 
+class AstraExtensionWarning(UserWarning):
+    """An `analytical:astra-*` run went past what ASTRA-sim 2.x runs (it prints no result for
+    that input), using the named tracefabric extension: the number is not ASTRA-compatible."""
+
+
 class SimulationError(TracefabricError, RuntimeError):
     """A workload cannot run to completion (deadlock) or its network backend failed."""
 

@@ -19,6 +19,7 @@ import pandas as pd
 from . import _core
 from .astra_configs.formats import (AstraNetwork, PacketFabric, RemoteMemory, SystemConfig, check_network, check_system,
                                     read_memory, read_network, read_system)
+from .collectives import astra_limits
 from .collectives.workload import Workload, engine_input, read_workload
 from .errors import ConfigError, SimulationError, from_engine, from_system
 from .specs import plain
@@ -100,6 +101,7 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
         if backend == "packet":
             raise ConfigError(f"{net.path}: the packet backend needs a packet-fabric network (topology: {{kind: fat_tree, k: 8}}, "
                               "link, switch, packet), not ASTRA-sim's analytical dimensions", "network")
+        astra_limits.check_network(backend, net.npus_count, net.path)
         if net.npus != ranks:
             raise ConfigError(f"{net.path}: the network has {net.npus} NPUs ({' x '.join(map(str, net.npus_count))}) "
                               f"but the workload has {ranks} ranks", "npus_count")
@@ -140,9 +142,11 @@ def simulate(
             _need_path(comm_groups, "comm_groups", "None")
     w = workload if isinstance(workload, Workload) else read_workload(workload, comm_groups)
     spec, dims = backend_spec(backend, net, w.ranks, scheme)
-    engine_system = sys_cfg.for_engine(dims, astra_blocks=backend.startswith("analytical:astra"))
+    astra = backend.startswith("analytical:astra")
+    engine_system = sys_cfg.for_engine(dims, astra=astra)
     try:
-        raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem)), json.dumps(engine_system), json.dumps(spec))
+        raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem, astra=astra)), json.dumps(engine_system),
+                                    json.dumps(spec))
     except _core.SystemError as e:
         raise from_system(e, sys_cfg.path) from None
     except _core.EngineError as e:  # the packet fabric's own config checks

@@ -23,10 +23,12 @@ Chakra's own tools do the linking and the conversion (`chakra.src.trace_link.Tra
   Ranks' clocks are aligned (median offset of collective end times); a collective starts when
   its last rank arrives, so its own time is end - max(start) and the rest is `wait_micros`.
 
-`comm_size` convention (bytes, the full buffer, as ASTRA-sim's workload layer takes it):
-all-reduce: the buffer; all-gather: the gathered output; reduce-scatter: the unreduced input;
-all-to-all: the bytes this rank sends (`comm_split_sizes`: bytes to each group rank,
-`comm_recv_split_sizes`: bytes from each); broadcast/reduce: the buffer; send/recv: the message.
+`comm_size` convention: each rank's input to the collective, in bytes, as PyTorch's
+`record_param_comms` records it, Chakra's converter writes it and ASTRA-sim 2.x reads it
+(docs/astra-sim.md): all-reduce: the buffer; all-gather: this rank's shard (the output is
+group size x comm_size); reduce-scatter: the unreduced input; all-to-all: the bytes this rank
+sends (`comm_split_sizes`: bytes to each group rank, `comm_recv_split_sizes`: bytes from each);
+broadcast/reduce: the buffer; send/recv: the message.
 
 Output layout: `OUT/linked/rank<r>.json` (Chakra host+device trace), `OUT/chakra/rank<r>.et`
 (Chakra's converter), `OUT/et/trace.<r>.et` (final), `OUT/et/comm_groups.json`,
@@ -54,14 +56,14 @@ from .chakra_io import COMM_TYPES, SCHEMA_VERSION, _attr, _framed, read_pb_trace
 PREFIX = "trace"
 
 # c10d operator -> (node type, Chakra collective type or None for send/recv, argument whose
-# bytes are comm_size, argument that holds the result).
+# bytes are comm_size (the collective's input), argument that holds the result).
 C10D_OPS: dict[str, tuple[str, str | None, int, int]] = {
     "c10d::allreduce_": ("COMM_COLL_NODE", "ALL_REDUCE", 0, 0),
     "c10d::allreduce_coalesced_": ("COMM_COLL_NODE", "ALL_REDUCE", 0, 0),
-    "c10d::allgather_": ("COMM_COLL_NODE", "ALL_GATHER", 0, 0),
-    "c10d::_allgather_base_": ("COMM_COLL_NODE", "ALL_GATHER", 0, 0),
-    "c10d::allgather_coalesced_": ("COMM_COLL_NODE", "ALL_GATHER", 0, 0),
-    "c10d::allgather_into_tensor_coalesced_": ("COMM_COLL_NODE", "ALL_GATHER", 0, 0),
+    "c10d::allgather_": ("COMM_COLL_NODE", "ALL_GATHER", 1, 0),
+    "c10d::_allgather_base_": ("COMM_COLL_NODE", "ALL_GATHER", 1, 0),
+    "c10d::allgather_coalesced_": ("COMM_COLL_NODE", "ALL_GATHER", 1, 0),
+    "c10d::allgather_into_tensor_coalesced_": ("COMM_COLL_NODE", "ALL_GATHER", 1, 0),
     "c10d::reduce_scatter_": ("COMM_COLL_NODE", "REDUCE_SCATTER", 1, 0),
     "c10d::_reduce_scatter_base_": ("COMM_COLL_NODE", "REDUCE_SCATTER", 1, 0),
     "c10d::reduce_scatter_tensor_coalesced_": ("COMM_COLL_NODE", "REDUCE_SCATTER", 1, 0),

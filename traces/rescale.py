@@ -12,10 +12,11 @@ r mod N. Each process group is recognised by its shape and rescaled by it:
 * a strided group (ranks congruent modulo s, e.g. the expert-data-parallel ranks holding the
   same experts) widens to every new rank with the same residue.
 
-All-reduce, broadcast, reduce and barrier buffers stay the same. An FSDP all-gather's output and
-a reduce-scatter's input are the unsharded buffer, padded to a multiple of the new group size
-(FSDP1 pads each flat parameter that way; FSDP2 pads each parameter's first dimension, which
-gives the same size whenever those dimensions divide by the group).
+All-reduce, broadcast, reduce and barrier buffers stay the same. A reduce-scatter's input is the
+unsharded buffer, padded to a multiple of the new group size (FSDP1 pads each flat parameter
+that way; FSDP2 pads each parameter's first dimension, which gives the same size whenever those
+dimensions divide by the group); an all-gather's input (its comm_size) is each rank's shard of
+that padded buffer.
 
 Refused, with the reason: all-to-all on a group that widens (its expert placement and routing
 would change: experts = group size), groups of another shape, M not a multiple of a block or
@@ -153,16 +154,21 @@ def rescale(et_dir: str | Path, ranks: int, out: str | Path) -> dict[str, Any]:
             node.CopyFrom(part)
             attrs = {a.name: a for a in node.attr}
             if "pg_name" in attrs:
-                gid, width = new_group(str(_attr_value(attrs["pg_name"])), r)
+                g = str(_attr_value(attrs["pg_name"]))
+                was = len(groups.get(g, range(n)))
+                gid, width = new_group(g, r)
                 _set_group(attrs["pg_name"], gid)
             else:
-                width = ranks
+                was, width = n, ranks
             if attrs["comm_type"].int64_val in RESIZED:
-                old = attrs["comm_size"].int64_val
+                # The unsharded buffer, padded to the new width (an all-gather carries a shard of it).
+                gather = attrs["comm_type"].int64_val == COMM_TYPES["ALL_GATHER"]
+                old = attrs["comm_size"].int64_val * (was if gather else 1)
                 unit = width * _elem_bytes(node)
-                attrs["comm_size"].int64_val = -(-old // unit) * unit
-                if r == 0 and old != attrs["comm_size"].int64_val:
-                    changed.append({"node": node.id, "from": old, "to": attrs["comm_size"].int64_val})
+                padded = -(-old // unit) * unit
+                attrs["comm_size"].int64_val = padded // width if gather else padded
+                if r == 0 and old != padded:
+                    changed.append({"node": node.id, "from": old, "to": padded})
             body.append(_framed(node))
         (out / f"trace.{r}.et").write_bytes(b"".join(body))
     remove_ranks_past(out, "trace", ranks)

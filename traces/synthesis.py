@@ -24,8 +24,10 @@ Collectives span every rank in one process group. With `gpus_per_server > 1` the
 hierarchical, as in the OFAN paper's FSDP layout (§8.4): a step inside each server on the
 NVLink-class domain (dimension 0), then `gpus_per_server` parallel rings across servers in the
 scale-out fabric (dimension 1; GPU i talks to GPU i + gpus_per_server mod world), with servers
-placed at random. `comm_size` is the full (unsharded) buffer of the collective, as ASTRA-sim's
-workload layer expects. Compute durations come from a roofline of the named GPU.
+placed at random. `comm_size` is each rank's input, as PyTorch records it and ASTRA-sim reads it:
+the buffer of an all-reduce, the unsharded input of a reduce-scatter, the shard of an all-gather
+(the unsharded buffer over the group, rounded up as FSDP pads it). Summaries report each
+collective's whole buffer. Compute durations come from a roofline of the named GPU.
 """
 
 from __future__ import annotations
@@ -326,7 +328,7 @@ class Synthesis:
                     out += n.attrs["comm_size"]
         for n in self.collectives(rank):
             members = self.groups[n.attrs["pg_name"]]
-            size = float(n.attrs["comm_size"])
+            size = float(buffer_bytes(n, len(members)))
             if n.attrs["comm_type"] == COMM_TYPES["ALL_TO_ALL"]:
                 for peer, b in zip(members, n.attrs["comm_split_sizes"]):
                     if peer != rank:
@@ -371,12 +373,16 @@ class Synthesis:
         return {"scale_up": up, "scale_out": len(peers) - up}
 
     def summary(self, payload_bytes: int = 4096) -> dict[str, Any]:
-        colls = Counter((comm_type_name(n.attrs["comm_type"]), n.attrs["comm_size"]) for n in self.collectives())
+        """What one iteration of rank 0 holds. `collectives_by_size` gives each collective's whole
+        buffer (`bytes`: an all-gather's gathered output) beside its ET `comm_size`."""
+        colls = Counter((comm_type_name(n.attrs["comm_type"]), buffer_bytes(n, len(self.groups[n.attrs["pg_name"]])),
+                         n.attrs["comm_size"]) for n in self.collectives())
         by_type = Counter(comm_type_name(n.attrs["comm_type"]) for n in self.collectives())
         out: dict[str, Any] = {
             "model": self.model.name, "params": self.model.total_params(), "plan": asdict(self.plan),
             "nodes_per_rank": len(self.nodes), "collectives_per_iteration": dict(by_type),
-            "collectives_by_size": [{"type": t, "bytes": b, "count": c} for (t, b), c in sorted(colls.items())],
+            "collectives_by_size": [{"type": t, "bytes": b, "comm_size": s, "count": c}
+                                    for (t, b, s), c in sorted(colls.items())],
             "bytes_sent_per_rank": self.bytes_sent_per_rank(),
             "queue_pairs_per_rank": self.queue_pairs(),
             "comm_groups": len(self.groups),
@@ -395,6 +401,13 @@ class Synthesis:
                 "queue_pairs_per_gpu": 1,
             }
         return out
+
+
+def buffer_bytes(node: EtNode, group_size: int) -> int:
+    """A collective's whole buffer: its comm_size, times the group size for an all-gather
+    (whose comm_size is each rank's shard)."""
+    size = node.attrs["comm_size"]
+    return size * group_size if node.attrs["comm_type"] == COMM_TYPES["ALL_GATHER"] else size
 
 
 def _splits(total: int, n: int, imbalance: float, rng: random.Random) -> list[int]:
@@ -459,9 +472,12 @@ def synthesize(model: ModelSpec, plan: Plan, share_graphs: bool = True) -> Synth
             return len(nodes) - 1
 
         def coll(name: str, ctype: str, size: int, group: str | None, data=(), ctrl=(), **extra: Any) -> int | None:
+            """A collective over `group` whose whole buffer is `size` bytes."""
             # An all-to-all-v is issued by every member even when this one sends nothing.
             if group is None or (size == 0 and ctype != "ALL_TO_ALL"):
                 return None
+            if ctype == "ALL_GATHER":  # each rank contributes its (padded) shard
+                size = -(-size // len(groups.ranks[group]))
             return add(name, "COMM_COLL_NODE", data, ctrl, comm_type=COMM_TYPES[ctype], comm_size=size, pg_name=group,
                        involved_dim=[True, True], is_cpu_op=False, **extra)
 

@@ -32,6 +32,20 @@ pub trait Dag: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    // Per-rank progression (ASTRA-sim's model, where every member runs its own part of a
+    // phase on its own clock) needs three more facts about the DAG.
+
+    /// Transfers position `pos` receives in this DAG.
+    fn receives_of(&self, pos: u32) -> u32;
+    /// Calls `f` for every transfer with no dependencies that position `pos` sends.
+    fn for_each_initial_from(&self, pos: u32, f: &mut dyn FnMut(usize));
+    /// For algorithms whose receiver posts its receives one at a time, each with its own
+    /// send of the same step (ASTRA-sim's ring): the step of transfer `i` among its
+    /// receiver's receives. `None`: every receive is posted when the receiver's phase starts.
+    fn recv_step(&self, _i: usize) -> Option<u32> {
+        None
+    }
 }
 
 /// A DAG stored explicitly (compressed successor lists): for algorithms whose
@@ -42,6 +56,12 @@ pub struct ExplicitDag {
     n_deps: Vec<u32>,
     succ_start: Vec<u32>,
     succ: Vec<u32>,
+    /// Transfers each position receives.
+    receives: Vec<u32>,
+    /// Transfers without dependencies, grouped by sender: those of position p are
+    /// `initial[initial_start[p]..initial_start[p + 1]]`.
+    initial_start: Vec<u32>,
+    initial: Vec<u32>,
 }
 
 /// Builds an [`ExplicitDag`]: add transfers, then edges `before -> after`.
@@ -86,12 +106,38 @@ impl DagBuilder {
             counts[i + 1] += counts[i];
         }
         let succ = self.edges.iter().map(|&(_, b)| b).collect();
+        let positions = (self.transfers.iter())
+            .map(|t| t.src.max(t.dst) as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut receives = vec![0u32; positions];
+        let mut initial_start = vec![0u32; positions + 1];
+        for (i, t) in self.transfers.iter().enumerate() {
+            receives[t.dst as usize] += 1;
+            if n_deps[i] == 0 {
+                initial_start[t.src as usize + 1] += 1;
+            }
+        }
+        for p in 0..positions {
+            initial_start[p + 1] += initial_start[p];
+        }
+        let mut fill = initial_start.clone();
+        let mut initial = vec![0u32; initial_start[positions] as usize];
+        for (i, t) in self.transfers.iter().enumerate() {
+            if n_deps[i] == 0 {
+                initial[fill[t.src as usize] as usize] = i as u32;
+                fill[t.src as usize] += 1;
+            }
+        }
         ExplicitDag {
             name: self.name,
             transfers: self.transfers,
             n_deps,
             succ_start: counts,
             succ,
+            receives,
+            initial_start,
+            initial,
         }
     }
 }
@@ -113,6 +159,18 @@ impl Dag for ExplicitDag {
     }
     fn algorithm(&self) -> &'static str {
         self.name
+    }
+    fn receives_of(&self, pos: u32) -> u32 {
+        self.receives.get(pos as usize).copied().unwrap_or(0)
+    }
+    fn for_each_initial_from(&self, pos: u32, f: &mut dyn FnMut(usize)) {
+        let p = pos as usize;
+        if p + 1 < self.initial_start.len() {
+            let (a, b) = (self.initial_start[p], self.initial_start[p + 1]);
+            self.initial[a as usize..b as usize]
+                .iter()
+                .for_each(|&i| f(i as usize));
+        }
     }
 }
 

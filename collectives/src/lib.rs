@@ -4,13 +4,14 @@
 //!
 //! Layers, lowest first: `dag` (a collective as transfers) -> `algorithms` (one file per
 //! algorithm, registered by name) -> `workload` (per-rank ET graphs, matched across
-//! ranks) -> `system` (chunks, phases per dimension, dimension queues) -> `executor`
-//! (the event loop) -> `report`.
+//! ranks) -> `system` (the system config) and `plan` (chunks, phases per dimension) ->
+//! `executor` (the event loop) -> `report`.
 
 pub mod algorithms;
 pub mod dag;
 pub mod error;
 pub mod executor;
+pub mod plan;
 pub mod report;
 pub mod system;
 pub mod workload;

@@ -1,10 +1,9 @@
-//! The system layer's plan for one collective: how it is cut into chunks
-//! (`preferred-dataset-splits`), and the phases each chunk goes through: one per
-//! network dimension for a collective over every rank of a multi-dimensional network
-//! (ASTRA-sim's hierarchical scheme), one over the group otherwise.
+//! The system configuration (ASTRA-sim's system JSON, normalized by the Python reader):
+//! scheduling, chunking, algorithms per collective and dimension, local reduction.
+//! How a collective is planned with it lives in `plan`.
 
-use crate::algorithms::{self, Algorithm, CollectiveKind, CollectiveSpec};
-use crate::dag::{Blocks, Dag};
+use crate::algorithms::{self, Algorithm, CollectiveKind};
+use crate::dag::Blocks;
 use crate::error::{SystemError, SystemResult};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -39,6 +38,11 @@ pub struct SystemConfig {
     pub blocks: Blocks,
     /// NPUs per network dimension (innermost first); their product is the rank count.
     pub dims: Vec<u32>,
+    /// ASTRA-sim 2.x's semantics (the `analytical:astra-*` backends): one communication
+    /// operation per rank at a time, per-rank collective progress, ring all-to-all as
+    /// n(n-1)/2 ring steps, sub-groups as a flat ring (see `docs/astra-sim.md`).
+    #[serde(default)]
+    pub astra: bool,
 }
 
 impl SystemConfig {
@@ -63,7 +67,11 @@ impl SystemConfig {
         })
     }
 
-    fn algorithm(&self, kind: CollectiveKind, dim: usize) -> SystemResult<&'static dyn Algorithm> {
+    pub(crate) fn algorithm(
+        &self,
+        kind: CollectiveKind,
+        dim: usize,
+    ) -> SystemResult<&'static dyn Algorithm> {
         let key = format!("{}-implementation", kind.name().replace('_', "-"));
         let list = self
             .implementations
@@ -90,173 +98,11 @@ impl SystemConfig {
     }
 }
 
-/// Sizes of the chunks a collective of `bytes` on `n` ranks is cut into. As in
-/// ASTRA-sim: chunk = bytes / splits, raised to n bytes (and the total to splits * n)
-/// when smaller, except for all-gather.
-pub fn chunk_sizes(cfg: &SystemConfig, kind: CollectiveKind, bytes: u64, n: u32) -> Vec<u64> {
-    let splits = cfg.preferred_dataset_splits.max(1) as u64;
-    let mut chunk = bytes / splits;
-    let mut total = bytes;
-    if chunk < n as u64 && kind != CollectiveKind::AllGather {
-        chunk = n as u64;
-        total = splits * chunk;
-    }
-    if chunk == 0 {
-        return vec![total];
-    }
-    let count = total.div_ceil(chunk);
-    (0..count)
-        .map(|c| {
-            if c + 1 < count {
-                chunk
-            } else {
-                total - chunk * (count - 1)
-            }
-        })
-        .collect()
-}
-
-/// One phase of a chunk: an algorithm over every subgroup of one dimension at once.
-pub struct Phase {
-    /// Scheduling queue (network dimension; 0 for a flat collective).
-    pub dim: usize,
-    pub kind: CollectiveKind,
-    pub dag: Box<dyn Dag>,
-    /// Global rank of position p in subgroup s: `subgroups[s][p]`.
-    pub subgroups: std::sync::Arc<Vec<Vec<u32>>>,
-}
-
-/// The phases one chunk of `bytes` goes through.
-pub fn plan_chunk(
-    cfg: &SystemConfig,
-    kind: CollectiveKind,
-    bytes: u64,
-    matrix: Option<&[u64]>,
-    members: &[u32],
-    layout: &Layout,
-) -> SystemResult<Vec<Phase>> {
-    let n = members.len() as u32;
-    let world_in_order =
-        layout.hierarchical && members.iter().enumerate().all(|(i, &r)| i as u32 == r);
-    let build = |phase_kind: CollectiveKind,
-                 algo_kind: CollectiveKind,
-                 dim: usize,
-                 size: u32,
-                 bytes: u64|
-     -> SystemResult<Box<dyn Dag>> {
-        let algorithm = cfg.algorithm(algo_kind, dim)?;
-        let spec = CollectiveSpec {
-            kind: phase_kind,
-            n: size,
-            bytes,
-            blocks: cfg.blocks,
-            matrix: if phase_kind == CollectiveKind::AllToAll && size == n {
-                matrix
-            } else {
-                None
-            },
-            root: 0,
-        };
-        algorithm
-            .build(&spec)
-            .map_err(|message| SystemError::Config {
-                field: format!("{}-implementation", algo_kind.name().replace('_', "-")),
-                message,
-            })
-    };
-    if !world_in_order || matrix.is_some() {
-        let dag = build(kind, kind, 0, n, bytes)?;
-        return Ok(vec![Phase {
-            dim: 0,
-            kind,
-            dag,
-            subgroups: std::sync::Arc::new(vec![members.to_vec()]),
-        }]);
-    }
-    // Hierarchical: only dimensions with more than one NPU take part.
-    let dims: Vec<usize> = (0..cfg.dims.len()).filter(|&d| cfg.dims[d] > 1).collect();
-    let mut steps: Vec<(usize, CollectiveKind, u64)> = Vec::new();
-    // Buffer a dimension works on when the data shrinks dimension by dimension.
-    let mut shrinking = Vec::new();
-    let mut b = bytes;
-    for &d in &dims {
-        shrinking.push(b);
-        b /= cfg.dims[d] as u64;
-    }
-    match kind {
-        CollectiveKind::AllReduce if cfg.local_bw_aware && dims.len() > 1 => {
-            let last = dims.len() - 1;
-            for i in 0..last {
-                steps.push((dims[i], CollectiveKind::ReduceScatter, shrinking[i]));
-            }
-            steps.push((dims[last], CollectiveKind::AllReduce, shrinking[last]));
-            for i in (0..last).rev() {
-                steps.push((dims[i], CollectiveKind::AllGather, shrinking[i]));
-            }
-        }
-        CollectiveKind::ReduceScatter => {
-            steps.extend(dims.iter().zip(&shrinking).map(|(&d, &s)| (d, kind, s)))
-        }
-        CollectiveKind::AllGather => steps.extend(
-            dims.iter()
-                .zip(&shrinking)
-                .rev()
-                .map(|(&d, &s)| (d, kind, s)),
-        ),
-        _ => steps.extend(dims.iter().map(|&d| (d, kind, bytes))),
-    }
-    steps
-        .into_iter()
-        .map(|(d, phase_kind, size_bytes)| {
-            Ok(Phase {
-                dim: d,
-                kind: phase_kind,
-                dag: build(phase_kind, kind, d, cfg.dims[d], size_bytes)?,
-                subgroups: layout.subgroups[d].clone(),
-            })
-        })
-        .collect()
-}
-
-/// Subgroups of every dimension of the network (ranks that differ only in that coordinate).
-pub struct Layout {
-    pub hierarchical: bool,
-    pub subgroups: Vec<std::sync::Arc<Vec<Vec<u32>>>>,
-}
-
-impl Layout {
-    pub fn new(dims: &[u32], n_ranks: u32) -> SystemResult<Layout> {
-        let product: u64 = dims.iter().map(|&d| d as u64).product();
-        if dims.is_empty() || product != n_ranks as u64 {
-            return Err(SystemError::Config {
-                field: "dims".into(),
-                message: format!("the network's dimensions {dims:?} hold {product} NPUs but the workload has {n_ranks} ranks"),
-            });
-        }
-        let mut subgroups = Vec::new();
-        let mut stride = 1u32;
-        for &d in dims {
-            let mut groups = Vec::new();
-            for base in 0..n_ranks {
-                if (base / stride) % d == 0 {
-                    groups.push((0..d).map(|i| base + i * stride).collect());
-                }
-            }
-            subgroups.push(std::sync::Arc::new(groups));
-            stride *= d;
-        }
-        Ok(Layout {
-            hierarchical: dims.iter().filter(|&&d| d > 1).count() > 1,
-            subgroups,
-        })
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cfg(splits: u32) -> SystemConfig {
+    pub(crate) fn cfg(splits: u32) -> SystemConfig {
         SystemConfig {
             scheduling_policy: Policy::Lifo,
             endpoint_delay_ps: 0,
@@ -267,28 +113,8 @@ mod tests {
             local_mem_bw_bytes_per_ns: 1600.0,
             blocks: Blocks::Truncate,
             dims: vec![8],
+            astra: false,
         }
-    }
-
-    #[test]
-    fn chunks_follow_astra_sim() {
-        assert_eq!(
-            chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 1 << 20, 8),
-            vec![1 << 18; 4]
-        );
-        assert_eq!(
-            chunk_sizes(&cfg(3), CollectiveKind::AllReduce, 10, 2),
-            vec![3, 3, 3, 1]
-        );
-        // Chunks below the NPU count are raised to it (not for all-gather).
-        assert_eq!(
-            chunk_sizes(&cfg(4), CollectiveKind::AllReduce, 16, 8),
-            vec![8; 4]
-        );
-        assert_eq!(
-            chunk_sizes(&cfg(4), CollectiveKind::AllGather, 16, 8),
-            vec![4; 4]
-        );
     }
 
     #[test]
@@ -308,52 +134,5 @@ mod tests {
         // 2^62 ps / 3 passes is 1.537e15 ns: one byte per ns stays below it.
         c.local_mem_bw_bytes_per_ns = 1.0;
         assert_eq!(c.reduce_time_ps(1 << 40), Ok(3 * (1 << 40) * 1_000));
-    }
-
-    #[test]
-    fn layout_subgroups_per_dimension() {
-        let l = Layout::new(&[2, 4], 8).unwrap();
-        assert!(l.hierarchical);
-        assert_eq!(
-            *l.subgroups[0],
-            vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
-        );
-        assert_eq!(*l.subgroups[1], vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
-        assert!(Layout::new(&[2, 4], 6).is_err());
-    }
-
-    #[test]
-    fn hierarchical_all_reduce_is_rs_ar_ag() {
-        let mut c = cfg(1);
-        c.dims = vec![2, 4];
-        for k in ["all-reduce-implementation"] {
-            c.implementations
-                .insert(k.into(), vec!["ring".into(), "direct".into()]);
-        }
-        let layout = Layout::new(&c.dims, 8).unwrap();
-        let members: Vec<u32> = (0..8).collect();
-        let phases = plan_chunk(
-            &c,
-            CollectiveKind::AllReduce,
-            1 << 20,
-            None,
-            &members,
-            &layout,
-        )
-        .unwrap();
-        let kinds: Vec<_> = phases
-            .iter()
-            .map(|p| (p.dim, p.kind, p.dag.algorithm()))
-            .collect();
-        assert_eq!(
-            kinds,
-            vec![
-                (0, CollectiveKind::ReduceScatter, "ring"),
-                (1, CollectiveKind::AllReduce, "direct"),
-                (0, CollectiveKind::AllGather, "ring")
-            ]
-        );
-        // The dimension-1 all-reduce works on half the buffer; every transfer is 1/(2*4) of it.
-        assert_eq!(phases[1].dag.transfer(0).bytes, (1 << 19) / 4);
     }
 }

@@ -53,6 +53,10 @@ pub struct NodeInput {
     /// All-to-all-v: bytes this rank expects from each position of the group.
     #[serde(default)]
     pub recv_split_bytes: Option<Vec<u64>>,
+    /// Collective: the network dimensions it spans (Chakra's `involved_dim`; absent: all).
+    /// Honoured on the world group only, as ASTRA-sim honours it without a comm group.
+    #[serde(default)]
+    pub involved_dim: Option<Vec<bool>>,
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -83,6 +87,8 @@ pub struct Instance {
     pub bytes: u64,
     /// All-to-all-v: n x n bytes, row = sender position.
     pub matrix: Option<Vec<u64>>,
+    /// `involved_dim` of a collective on the world group in rank order (else None).
+    pub involved: Option<Vec<bool>>,
     /// Node index of this collective on each member (by group position).
     pub nodes: Vec<u32>,
 }
@@ -301,6 +307,22 @@ fn match_collectives(w: &WorkloadInput, link: &mut [Vec<u32>]) -> SystemResult<V
                 let node = &w.ranks[r as usize].nodes[lists[p][k] as usize];
                 // All-to-all-v: each rank sends its own total; its split sizes say what.
                 let sizes_may_differ = node.split_bytes.is_some() && first.split_bytes.is_some();
+                if node.involved_dim != first.involved_dim {
+                    return Err(err(
+                        w,
+                        r,
+                        lists[p][k],
+                        format!(
+                            "collective #{k} on group {} has involved_dim {:?} here but {:?} on rank {} ({} node {})",
+                            group_label(w, g),
+                            node.involved_dim,
+                            first.involved_dim,
+                            members[0],
+                            w.ranks[members[0] as usize].file,
+                            first.id
+                        ),
+                    ));
+                }
                 if node.collective != first.collective
                     || (node.bytes != first.bytes && !sizes_may_differ)
                 {
@@ -365,6 +387,10 @@ fn match_collectives(w: &WorkloadInput, link: &mut [Vec<u32>]) -> SystemResult<V
                     None => first.bytes,
                 },
                 matrix,
+                involved: first.involved_dim.clone().filter(|_| {
+                    members.iter().enumerate().all(|(i, &r)| i == r as usize)
+                        && members.len() == w.ranks.len()
+                }),
                 nodes: (0..members.len()).map(|p| lists[p][k]).collect(),
             });
         }

@@ -2,8 +2,9 @@
 
 CSV: a header with `src,dst,bytes` and optionally `start_us` (or `start_ps`; one per flow).
 JSON: a list of objects with the same keys, or `{"flows": [...]}`.
-Connection matrix (htsim): `Nodes N`, `Connections C`, then `SRC->DST id ID start US size BYTES`.
-Triggers and failures are not supported yet and are refused with the line they appear on.
+Connection matrix (htsim, `network_backends/htsim/cm.py`): `Nodes N`, `Connections C`, then
+`SRC->DST id ID start US size BYTES`. The engine runs flows with a start time: triggers and
+failures are refused with the line they appear on (`tracefabric htsim` reads and writes them).
 """
 
 from __future__ import annotations
@@ -19,20 +20,16 @@ from typing import Any
 from ... import _core
 from ...errors import DuplicateKeyError, TrafficFileError, loads_json, not_a_file
 from ...specs import _DECIMAL, shown
+from ..htsim.cm import FLOW_LINE, INT_MAX, MAX_START_US, UINT, nonneg_int, read_cm
 
-# ASCII digits only (`\d` and str.isdigit also take `²` and other scripts' digits, which int()
-# then refuses or reads; htsim's stoi reads neither).
-_FLOW_LINE = re.compile(r"^([0-9]+)->([0-9]+)((?:\s+\S+\s+\S+)*)\s*$")
-_UINT = re.compile(r"[0-9]+")
 
 
 FLOW_KEYS = ("src", "dst", "bytes", "start_us", "start_ps")
 # Largest value of each field the engine takes (host ids are u32; times stay below the
 # 2^62 ps clock): beyond them a file is refused here, by line, not by the engine's reader.
 FIELD_MAX = {"src": 2**32 - 1, "dst": 2**32 - 1, "bytes": 2**63, "start_ps": _core.CLOCK_LIMIT_PS - 1}
-MAX_START_US = FIELD_MAX["start_ps"] // 10**6
 # htsim reads a connection matrix's `size` into an int and aborts past it.
-CM_MAX_SIZE = 2**31 - 1
+CM_MAX_SIZE = INT_MAX
 
 
 def read_traffic_file(path: str | Path) -> dict[str, Any]:
@@ -148,18 +145,7 @@ def _start_us_ps(us: Any, path: str, line: int) -> int:
     return int(exact)
 
 
-def _nonneg_int(value: Any, path: str, line: int, field: str, limit: int) -> int:
-    # A JSON integer as it is; text in ASCII digits only: int() also reads `1_000` and other
-    # scripts' digits, which neither htsim nor a spreadsheet reads as that number.
-    if isinstance(value, int) and not isinstance(value, bool):
-        v = value
-    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
-        v = int(value.strip())
-    else:
-        raise TrafficFileError(f"field `{field}` must be a non-negative integer, got {value!r}", path, line, field)
-    if not 0 <= v <= limit:
-        raise TrafficFileError(f"field `{field}` must be in 0..{limit}, got {shown(v)}", path, line, field)
-    return v
+_nonneg_int = nonneg_int
 
 
 def read_connection_matrix(path: str | Path) -> dict[str, Any]:
@@ -191,76 +177,16 @@ def connection_matrix_nodes(path: str | Path) -> tuple[int, int] | None:
     with open(path, encoding="utf-8") as f:
         for line_no, raw in enumerate(f, start=1):
             parts = raw.split("#", 1)[0].split()
-            if parts[:1] == ["Nodes"] and len(parts) == 2 and _UINT.fullmatch(parts[1]):
+            if parts[:1] == ["Nodes"] and len(parts) == 2 and UINT.fullmatch(parts[1]):
                 return int(parts[1]), line_no
-            if parts and _FLOW_LINE.match(" ".join(parts)):
+            if parts and FLOW_LINE.match(" ".join(parts)):
                 return None
     return None
 
 
 def _read_connection_matrix(path: str | Path) -> tuple[dict[str, Any], list[int], list[str]]:
-    p = str(path)
-    lines: list[int] = []
-    nodes = connections = None
-    header_lines: dict[str, int] = {}
-    id_lines: dict[int, int] = {}
-    out: dict[str, list[int]] = {"src": [], "dst": [], "bytes": [], "start_ps": []}
-    for line_no, raw in enumerate(Path(path).read_text().splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        head = line.split()[0]
-        if head in ("Nodes", "Connections", "Triggers", "Failures"):
-            parts = line.split()
-            if len(parts) != 2 or not _UINT.fullmatch(parts[1]):
-                raise TrafficFileError(f"expected `{head} <count>`, got {line!r}", p, line_no, head)
-            if head in header_lines:
-                raise TrafficFileError(f"`{head}` given twice (also on line {header_lines[head]})", p, line_no, head)
-            if lines:  # htsim reads headers before flows; a late `Nodes` also escaped the host check
-                raise TrafficFileError(f"`{head}` after the first flow (line {lines[0]}); headers come before flows",
-                                       p, line_no, head)
-            header_lines[head] = line_no
-            if head == "Nodes":
-                nodes = int(parts[1])
-            elif head == "Connections":
-                connections = int(parts[1])
-            elif int(parts[1]) != 0:
-                raise TrafficFileError(f"{head.lower()} are not supported (only flows with `start`)", p, line_no, head)
-            continue
-        if head in ("trigger", "failure"):
-            raise TrafficFileError(f"`{head}` lines are not supported (only flows with `start`)", p, line_no, head)
-        m = _FLOW_LINE.match(line)
-        if not m:
-            raise TrafficFileError(f"expected `SRC->DST id ID start US size BYTES`, got {line!r}", p, line_no, "flow")
-        tokens = m.group(3).split()
-        fields = dict(zip(tokens[::2], tokens[1::2]))
-        if len(fields) < len(tokens) // 2:
-            key = next(k for k in tokens[::2] if tokens[::2].count(k) > 1)
-            raise TrafficFileError(f"token `{key}` appears twice", p, line_no, key)
-        for key in fields:
-            if key not in ("id", "start", "size"):
-                raise TrafficFileError(f"token `{key}` is not supported (only id, start, size)", p, line_no, key)
-        for key in ("start", "size"):
-            if key not in fields:
-                raise TrafficFileError(f"flow has no `{key}`", p, line_no, key)
-        if "id" in fields:  # htsim's triggers name flows by id: one id, one flow
-            flow_id = _nonneg_int(fields["id"], p, line_no, "id", FIELD_MAX["src"])
-            if flow_id in id_lines:
-                raise TrafficFileError(f"flow id {flow_id} is also the id of line {id_lines[flow_id]}", p, line_no, "id")
-            id_lines[flow_id] = line_no
-        src, dst = (_nonneg_int(m.group(i), p, line_no, key, FIELD_MAX[key]) for i, key in ((1, "src"), (2, "dst")))
-        if nodes is not None and (src >= nodes or dst >= nodes):
-            raise TrafficFileError(f"host {max(src, dst)} is outside `Nodes {nodes}`", p, line_no, "Nodes")
-        out["src"].append(src)
-        out["dst"].append(dst)
-        out["bytes"].append(_nonneg_int(fields["size"], p, line_no, "size", CM_MAX_SIZE))
-        out["start_ps"].append(_nonneg_int(fields["start"], p, line_no, "start", MAX_START_US) * 1_000_000)
-        # htsim exits: "Flow ID zero is not allowed" (checked last: a line's bad values come first).
-        if "id" in fields and flow_id == 0:
-            raise TrafficFileError("flow id 0 is not allowed (htsim's ids start at 1)", p, line_no, "id")
-        lines.append(line_no)
-    if connections is not None and connections != len(out["src"]):
-        raise TrafficFileError(f"header says `Connections {connections}` but the file has {len(out['src'])} flows", p, None, "Connections")
-    if not out["src"]:
-        raise TrafficFileError("no flows in file", p, None, "flows")
+    cm = read_cm(path, plain_flows=True)
+    out = {"src": [f.src for f in cm.flows], "dst": [f.dst for f in cm.flows], "bytes": [f.size for f in cm.flows],
+           "start_ps": [(f.start_us or 0) * 1_000_000 for f in cm.flows]}
+    lines = [f.line or 0 for f in cm.flows]
     return {"kind": "flows", **out}, lines, ["start"] * len(lines)

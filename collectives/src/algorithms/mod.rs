@@ -3,9 +3,10 @@
 //! between group positions; hierarchical (multi-dimensional) collectives are built
 //! by the system layer as a sequence of these, one per network dimension.
 //!
-//! Byte convention (the same as tracefabric's traces): `bytes` is the whole buffer:
-//! the all-reduce buffer, the all-gather output, the reduce-scatter input, what one
-//! rank sends in an all-to-all (its own block included), the broadcast payload.
+//! Byte convention: `bytes` is the whole buffer: the all-reduce buffer, the all-gather
+//! output, the reduce-scatter input, what one rank sends in an all-to-all (its own block
+//! included), the broadcast payload. (A trace's all-gather comm_size is each rank's shard;
+//! the planner, `plan.rs`, hands the algorithm the gathered output.)
 
 mod direct;
 mod double_binary_tree;
@@ -47,6 +48,8 @@ pub struct CollectiveSpec<'a> {
     pub matrix: Option<&'a [u64]>,
     /// Broadcast root (group position).
     pub root: u32,
+    /// ASTRA-sim 2.x's variant where it differs from the physical one (ring all-to-all).
+    pub astra: bool,
 }
 
 impl CollectiveSpec<'_> {
@@ -170,6 +173,7 @@ mod tests {
             blocks: Blocks::Exact,
             matrix: None,
             root: 0,
+            astra: false,
         }
     }
 

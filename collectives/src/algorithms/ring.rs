@@ -3,7 +3,12 @@
 //! step k of p waits for step k-1 of p-1 to arrive. The DAG is implicit (index =
 //! step * n + position), so a 1,024-rank ring costs no memory per transfer.
 //! All-to-all relays blocks along the ring: a block from s to d rides (d-s) mod n hops,
-//! so step k carries every block still on its way. Broadcast is a pipeline-free chain.
+//! so step k carries every block still on its way. ASTRA-sim's ring all-to-all (the
+//! `astra` spec) is instead n(n-1)/2 plain ring steps of S/n each, whatever the per-peer
+//! splits. Broadcast is a pipeline-free chain.
+//!
+//! Every position sends and receives once per step, so a receiver posts the receive of
+//! step k with its own send of step k (`recv_step`), as ASTRA-sim's ring does.
 
 use super::{Algorithm, CollectiveKind, CollectiveSpec};
 use crate::dag::{Dag, DagBuilder, Transfer};
@@ -65,6 +70,21 @@ impl Dag for RingDag {
     fn for_each_initial(&self, f: &mut dyn FnMut(usize)) {
         (0..self.n.min(self.len() as u32) as usize).for_each(f)
     }
+    fn receives_of(&self, pos: u32) -> u32 {
+        if pos < self.n {
+            self.steps
+        } else {
+            0
+        }
+    }
+    fn for_each_initial_from(&self, pos: u32, f: &mut dyn FnMut(usize)) {
+        if pos < self.n && self.steps > 0 {
+            f(pos as usize)
+        }
+    }
+    fn recv_step(&self, i: usize) -> Option<u32> {
+        Some(i as u32 / self.n)
+    }
 }
 
 impl Algorithm for Ring {
@@ -92,6 +112,7 @@ impl Algorithm for Ring {
             CollectiveKind::ReduceScatter => implicit(steps, steps),
             // Without a reduce half the block rule shifts by one; sizes are what matter.
             CollectiveKind::AllGather => implicit(0, steps),
+            CollectiveKind::AllToAll if spec.astra => implicit(0, n * steps / 2),
             CollectiveKind::AllToAll => Box::new(relay_all_to_all(spec)),
             CollectiveKind::Broadcast => {
                 let mut b = DagBuilder::new("ring");

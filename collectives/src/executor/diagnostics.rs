@@ -57,6 +57,7 @@ impl Executor<'_> {
                 self.w.ranks[r as usize].file, self.w.ranks[r as usize].nodes[i as usize].id
             ),
             Timer::PhaseDone(s) => format!("a phase of {} ends", self.stream_label(s)),
+            Timer::RankPhaseDone(..) => "a rank's part of a collective phase ends".to_string(),
         };
         self.clock_error(t, &what)
     }
@@ -85,16 +86,20 @@ impl Executor<'_> {
         for &i in stuck.iter().take(3) {
             let node = &self.w.ranks[r as usize].nodes[i];
             let k = self.m.link[r as usize][i];
+            let held = if rank.issued[i] {
+                None
+            } else {
+                self.held_back(r, i as u32)
+            };
             let reason = match node.kind {
+                _ if held.is_some() => held.unwrap_or_default(),
                 NodeKind::Collective if k != NONE => {
                     let inst = &self.m.instances[k as usize];
                     let members = &self.w.groups[inst.group as usize];
                     let missing: Vec<String> = members
                         .iter()
                         .enumerate()
-                        .filter(|&(p, &m)| {
-                            self.ranks[m as usize].waiting_deps[inst.nodes[p] as usize] > 0
-                        })
+                        .filter(|&(p, &m)| !self.ranks[m as usize].issued[inst.nodes[p] as usize])
                         .map(|(_, &m)| m.to_string())
                         .take(8)
                         .collect();

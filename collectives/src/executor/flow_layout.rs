@@ -3,7 +3,8 @@
 
 use super::Executor;
 use crate::error::{SystemError, SystemResult};
-use crate::system::{chunk_sizes, plan_chunk, Layout, Phase, SystemConfig};
+use crate::plan::{chunk_sizes, plan_chunk, Layout, Phase, Shape};
+use crate::system::SystemConfig;
 use crate::workload::{group_label, Instance, Matched, WorkloadInput, NONE};
 
 /// The phases of each chunk of one collective instance, chunk by chunk.
@@ -36,11 +37,18 @@ pub(super) fn plan_instance(
 ) -> SystemResult<InstancePlan> {
     let members = &w.groups[inst.group as usize];
     let chunks = chunk_sizes(cfg, inst.kind, inst.bytes, members.len() as u32);
+    let shape = Shape {
+        kind: inst.kind,
+        members,
+        involved: inst.involved.as_deref(),
+    };
+    // ASTRA-sim reads no split sizes: an all-to-all-v runs as a plain all-to-all there.
+    let matrix = inst.matrix.as_deref().filter(|_| !cfg.astra);
     let mut plan = Vec::with_capacity(chunks.len());
     for (c, &bytes) in chunks.iter().enumerate() {
-        let matrix = chunk_matrix(inst.matrix.as_deref(), chunks.len(), c);
-        let phases = plan_chunk(cfg, inst.kind, bytes, matrix.as_deref(), members, layout)
-            .map_err(|e| match e {
+        let matrix = chunk_matrix(matrix, chunks.len(), c);
+        let phases =
+            plan_chunk(cfg, &shape, bytes, matrix.as_deref(), layout).map_err(|e| match e {
                 // The system file is at fault; the collective says why its key matters.
                 SystemError::Config { field, message } => {
                     let rank = &w.ranks[members[0] as usize];
@@ -97,6 +105,16 @@ pub(super) fn plan_workload(
         p2p_base: next,
     };
     Ok((ids, plans))
+}
+
+impl FlowLayout {
+    /// (instance, (chunk, phase) slot, index in the slot) of collective flow `id`.
+    pub(super) fn locate(&self, id: u64) -> (usize, usize, u64) {
+        let k = self.inst_base.partition_point(|&b| b <= id) - 1;
+        let offs = &self.offsets[k];
+        let slot = offs.partition_point(|&b| b <= id) - 1;
+        (k, slot, id - offs[slot])
+    }
 }
 
 impl Executor<'_> {

@@ -12,16 +12,24 @@
 //! when the last transfer it waits on has been processed; the phase ends when its
 //! last arrival has been processed.
 //!
+//! In astra mode (`SystemConfig::astra`, the `analytical:astra-*` backends) the ranks
+//! follow ASTRA-sim 2.x instead: one communication operation per rank at a time, ready
+//! nodes issued in ascending id (`issue_order`), and every member progressing through a
+//! collective's chunks and phases on its own clock (`rank_streams`).
+//!
 //! Rooms: `prepared` (checking and planning before a run), `flow_layout` (where each
 //! flow id lives, and every chunk's plan), `ranks` (the rank DAG walk: issuing nodes,
 //! compute units, point-to-point pairs), `streams` (collective instances, chunk streams,
 //! dimension queues), `transfers` (a phase's transfers and their completions),
-//! `diagnostics` (deadlocks, clock errors, labels), `finish` (the report).
+//! `issue_order` and `rank_streams` (astra mode), `diagnostics` (deadlocks, clock errors,
+//! labels), `finish` (the report).
 
 mod diagnostics;
 mod finish;
 mod flow_layout;
+mod issue_order;
 mod prepared;
+mod rank_streams;
 mod ranks;
 mod streams;
 mod transfers;
@@ -29,10 +37,13 @@ mod transfers;
 pub use prepared::Prepared;
 
 use crate::error::{SystemError, SystemResult};
+use crate::plan::Layout;
 use crate::report::SystemReport;
-use crate::system::{Layout, SystemConfig};
+use crate::system::SystemConfig;
 use crate::workload::{Matched, NodeKind, WorkloadInput};
 use flow_layout::{FlowLayout, InstancePlan};
+use issue_order::IssueOrder;
+use rank_streams::{RankColl, RankInst, RankPhase, RankQueue};
 use ranks::{unit_of, PairRt, RankRt};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -45,6 +56,8 @@ enum Timer {
     NodeDone(u32, u32),
     /// The phase a stream is in has processed its last arrival.
     PhaseDone(u32),
+    /// Astra mode: a member (run, flat position) finished its part of a phase.
+    RankPhaseDone(u32, u32),
 }
 
 pub struct Executor<'a> {
@@ -75,6 +88,33 @@ pub struct Executor<'a> {
     flows: u64,
     /// (rank, node) issued and waiting to be handled (a worklist instead of recursion).
     to_issue: Vec<(u32, u32, Ps)>,
+    /// Astra mode (the rest is empty otherwise): each rank's ready set and resources,
+    /// ranks with an event to offer, members' collectives, rank queues per dimension,
+    /// phases as members run them, instances' shared plans, collectives issued per rank.
+    astra: bool,
+    order: Vec<IssueOrder>,
+    dirty_ranks: Vec<u32>,
+    rank_colls: HashMap<(u32, u32), RankColl>,
+    rank_queues: Vec<Vec<RankQueue>>,
+    runs: Vec<Option<RankPhase>>,
+    free_runs: Vec<u32>,
+    rank_inst: Vec<RankInst>,
+    rank_issued: Vec<u64>,
+    scratch_succ: Vec<(usize, u32)>,
+}
+
+/// Puts `item` in a free slot of `slots` (one `free` lists), else a new one; returns its index.
+fn reuse_slot<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(s) => {
+            slots[s as usize] = Some(item);
+            s
+        }
+        None => {
+            slots.push(Some(item));
+            (slots.len() - 1) as u32
+        }
+    }
 }
 
 /// Runs the workload to completion on `net`.
@@ -122,6 +162,7 @@ impl Executor<'_> {
                         }
                         self.now = t;
                         match timer {
+                            Timer::NodeDone(r, i) if self.astra => self.release(r, i, t),
                             Timer::NodeDone(r, i) => {
                                 let node = &self.w.ranks[r as usize].nodes[i as usize];
                                 if node.kind == NodeKind::Compute {
@@ -132,6 +173,7 @@ impl Executor<'_> {
                                 self.node_done(r, i, t);
                             }
                             Timer::PhaseDone(s) => self.phase_done(s)?,
+                            Timer::RankPhaseDone(run, q) => self.rank_phase_done(run, q)?,
                         }
                     }
                     None => break,

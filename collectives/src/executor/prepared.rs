@@ -7,8 +7,9 @@ use super::ranks::{rank_rt, PairRt};
 use super::streams::InstanceRt;
 use super::Executor;
 use crate::error::{SystemError, SystemResult};
+use crate::plan::Layout;
 use crate::report::SystemReport;
-use crate::system::{Layout, SystemConfig};
+use crate::system::SystemConfig;
 use crate::workload::{check_and_match, Matched, WorkloadInput, NONE};
 use std::collections::{BinaryHeap, HashMap};
 use tracefabric_netapi::{FlowRequest, Network};
@@ -37,6 +38,7 @@ impl<'a> Prepared<'a> {
     ) -> SystemResult<(Prepared<'a>, Vec<FlowRequest>)> {
         let m = check_and_match(w)?;
         let layout = Layout::new(&cfg.dims, w.ranks.len() as u32)?;
+        check_shapes(w, cfg, &m)?;
         let (ids, plans) = plan_workload(w, cfg, &m, &layout, list_flows)?;
         let flows = if list_flows {
             every_flow(&plans, &m)
@@ -72,6 +74,7 @@ impl<'a> Prepared<'a> {
                 net.endpoints()
             )));
         }
+        let n_instances = m.instances.len();
         let ex = Executor {
             ranks: w.ranks.iter().map(rank_rt).collect(),
             inst: m.instances.iter().map(|_| InstanceRt::default()).collect(),
@@ -95,9 +98,79 @@ impl<'a> Prepared<'a> {
             started_instances: 0,
             flows: 0,
             to_issue: Vec::new(),
+            astra: cfg.astra,
+            order: astra_vec(cfg.astra, n as usize, Default::default),
+            dirty_ranks: Vec::new(),
+            rank_colls: HashMap::new(),
+            rank_queues: astra_vec(cfg.astra, n as usize, || {
+                (0..cfg.dims.len()).map(|_| Default::default()).collect()
+            }),
+            runs: Vec::new(),
+            free_runs: Vec::new(),
+            rank_inst: astra_vec(cfg.astra, n_instances, Default::default),
+            rank_issued: vec![0; if cfg.astra { n as usize } else { 0 }],
+            scratch_succ: Vec::new(),
         };
         ex.run_loop()
     }
+}
+
+/// What only the network and the semantics decide: an `involved_dim` must leave a
+/// dimension with more than one NPU; in astra mode the members of an all-to-all give the
+/// same comm_size (ASTRA-sim reads no split sizes and matches messages by size, so one
+/// whose ranks differ never completes there).
+fn check_shapes(w: &WorkloadInput, cfg: &SystemConfig, m: &Matched) -> SystemResult<()> {
+    for inst in &m.instances {
+        let members = &w.groups[inst.group as usize];
+        let node = |p: usize| {
+            let rank = &w.ranks[members[p] as usize];
+            (rank.file.clone(), rank.nodes[inst.nodes[p] as usize].id)
+        };
+        if let Some(involved) = &inst.involved {
+            let shape = crate::plan::Shape {
+                kind: inst.kind,
+                members,
+                involved: Some(involved),
+            };
+            if shape.dims(cfg).is_empty() && cfg.dims.iter().any(|&d| d > 1) {
+                let (file, node) = node(0);
+                return Err(SystemError::Workload {
+                    file,
+                    node,
+                    message: format!(
+                        "involved_dim {involved:?} leaves none of the network's dimensions {:?} with \
+                         more than one NPU: the {} would move nothing",
+                        cfg.dims,
+                        inst.kind.name()
+                    ),
+                });
+            }
+        }
+        if let (true, Some(matrix)) = (cfg.astra, &inst.matrix) {
+            let n = members.len();
+            let sums: Vec<u64> = matrix.chunks(n).map(|row| row.iter().sum()).collect();
+            if let Some(p) = (1..n).find(|&p| sums[p] != sums[0]) {
+                let (file, id) = node(p);
+                return Err(SystemError::Workload {
+                    file,
+                    node: id,
+                    message: format!(
+                        "all-to-all-v: this rank sends {} B but rank {} sends {} B; ASTRA-sim 2.x reads \
+                         comm_size only and matches messages by size, so it never completes this \
+                         collective (run it on analytical:flow or packet, which follow comm_split_sizes)",
+                        sums[p], members[0], sums[0]
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `n` values made by `f` in astra mode, none otherwise.
+fn astra_vec<T>(astra: bool, n: usize, f: impl FnMut() -> T) -> Vec<T> {
+    let n = if astra { n } else { 0 };
+    std::iter::repeat_with(f).take(n).collect()
 }
 
 /// Every flow of the workload in id order: each phase's transfers subgroup by subgroup,

@@ -2,17 +2,18 @@
 //! units that run compute nodes, and point-to-point send/receive pairs.
 
 use super::{Executor, Timer};
-use crate::error::{SystemError, SystemResult};
+use crate::error::SystemResult;
 use crate::workload::{NodeInput, NodeKind, RankInput};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use tracefabric_netapi::{FlowRequest, Ps};
+use tracefabric_netapi::Ps;
 
 pub(super) struct RankRt {
     pub(super) waiting_deps: Vec<u32>,
     succ_start: Vec<u32>,
     succ: Vec<u32>,
     pub(super) done: Vec<bool>,
+    pub(super) issued: Vec<bool>,
     pub(super) issued_at: Vec<Ps>,
     /// Ready compute nodes per unit (`unit_of`), lowest index first.
     compute_ready: [BinaryHeap<Reverse<u32>>; 2],
@@ -20,6 +21,9 @@ pub(super) struct RankRt {
     /// Busy time of the compute units: their sum while one unit is used, else the union
     /// of `compute_intervals` (kept only for a rank with nodes on both units).
     pub(super) compute_ps: Ps,
+    /// Busy time of the GPU compute unit alone (ASTRA-sim's exposed communication is
+    /// the wall time less this).
+    pub(super) gpu_compute_ps: Ps,
     pub(super) compute_intervals: Option<Vec<(Ps, Ps)>>,
     pub(super) comm_intervals: Vec<(Ps, Ps)>,
     pub(super) wall: Ps,
@@ -29,8 +33,8 @@ pub(super) struct RankRt {
 /// A matched send/receive pair.
 #[derive(Default, Clone, Copy)]
 pub(super) struct PairRt {
-    arrived: Option<Ps>,
-    recv_issued: bool,
+    pub(super) arrived: Option<Ps>,
+    pub(super) recv_issued: bool,
 }
 
 pub(super) fn rank_rt(r: &RankInput) -> RankRt {
@@ -57,10 +61,12 @@ pub(super) fn rank_rt(r: &RankInput) -> RankRt {
         succ_start: counts,
         succ,
         done: vec![false; n],
+        issued: vec![false; n],
         issued_at: vec![0; n],
         compute_ready: [BinaryHeap::new(), BinaryHeap::new()],
         computing: [false; 2],
         compute_ps: 0,
+        gpu_compute_ps: 0,
         compute_intervals: {
             let on = |cpu: bool| {
                 r.nodes
@@ -83,6 +89,9 @@ pub(super) fn unit_of(node: &NodeInput) -> usize {
 
 impl Executor<'_> {
     pub(super) fn drain_issues(&mut self) -> SystemResult<()> {
+        if self.astra {
+            return self.drain_issues_in_order();
+        }
         while let Some((r, i, at)) = self.to_issue.pop() {
             self.issue(r, i, at)?;
         }
@@ -92,6 +101,7 @@ impl Executor<'_> {
     fn issue(&mut self, r: u32, i: u32, at: Ps) -> SystemResult<()> {
         let node = &self.w.ranks[r as usize].nodes[i as usize];
         self.ranks[r as usize].issued_at[i as usize] = at;
+        self.ranks[r as usize].issued[i as usize] = true;
         match node.kind {
             NodeKind::Compute => {
                 let unit = unit_of(node);
@@ -115,23 +125,7 @@ impl Executor<'_> {
                     self.start_instance(k, at)?;
                 }
             }
-            NodeKind::Send => {
-                let k = self.m.link[r as usize][i as usize];
-                let p = self.m.p2p[k as usize];
-                self.flows += 1;
-                let id = self.ids.p2p_base + k as u64;
-                self.net
-                    .start_flow(
-                        FlowRequest {
-                            id,
-                            src: p.src,
-                            dst: p.dst,
-                            bytes: p.bytes,
-                        },
-                        at,
-                    )
-                    .map_err(SystemError::Network)?;
-            }
+            NodeKind::Send => self.send_pair(self.m.link[r as usize][i as usize], at)?,
             NodeKind::Recv => {
                 let k = self.m.link[r as usize][i as usize] as usize;
                 self.pairs[k].recv_issued = true;
@@ -154,6 +148,9 @@ impl Executor<'_> {
             let d = self.w.ranks[r as usize].nodes[i as usize].duration_ps;
             let at = self.now.max(rank.issued_at[i as usize]);
             let end = at.saturating_add(d);
+            if unit == 0 {
+                rank.gpu_compute_ps = rank.gpu_compute_ps.saturating_add(d);
+            }
             match rank.compute_intervals.as_mut() {
                 Some(v) => v.push((at, end)),
                 None => rank.compute_ps = rank.compute_ps.saturating_add(d),

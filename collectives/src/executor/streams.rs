@@ -4,9 +4,10 @@
 //! `active-chunks-per-dimension` slots.
 
 use super::flow_layout::plan_instance;
-use super::Executor;
+use super::{reuse_slot, Executor};
 use crate::error::SystemResult;
-use crate::system::{Phase, Policy};
+use crate::plan::Phase;
+use crate::system::Policy;
 use crate::workload::NONE;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -99,16 +100,7 @@ impl Executor<'_> {
             pending: HashMap::new(),
             last_ready: 0,
         };
-        let slot = match self.free_streams.pop() {
-            Some(s) => {
-                self.streams[s as usize] = Some(stream);
-                s
-            }
-            None => {
-                self.streams.push(Some(stream));
-                (self.streams.len() - 1) as u32
-            }
-        };
+        let slot = reuse_slot(&mut self.streams, &mut self.free_streams, stream);
         self.inst[k as usize].stream_of_chunk[c as usize] = slot;
         slot
     }

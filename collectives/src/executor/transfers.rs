@@ -3,7 +3,9 @@
 //! phase timing described in the executor's module doc).
 
 use super::{Executor, Timer};
+use crate::dag::Transfer;
 use crate::error::{SystemError, SystemResult};
+use std::collections::HashMap;
 use tracefabric_netapi::{FlowRequest, Ps, CLOCK_LIMIT_PS};
 
 impl Executor<'_> {
@@ -44,18 +46,37 @@ impl Executor<'_> {
         let phase = &st.phases[st.phase];
         let (g, ti) = split(local, st.len, phase.subgroups.len());
         let tr = phase.dag.transfer(ti);
-        let sub = &phase.subgroups[g as usize];
-        let req = FlowRequest {
-            id: st.base + local,
-            src: sub[tr.src as usize],
-            dst: sub[tr.dst as usize],
-            bytes: tr.bytes,
-        };
+        let req = flow_of(st.base + local, &phase.subgroups[g as usize], tr);
+        self.send(req, at)
+    }
+
+    /// Hands `req` to the network, leaving at `at`.
+    pub(super) fn send(&mut self, req: FlowRequest, at: Ps) -> SystemResult<()> {
         self.flows += 1;
         self.net.start_flow(req, at).map_err(SystemError::Network)
     }
 
+    /// Point-to-point pair `k`'s flow, leaving at `at`.
+    pub(super) fn send_pair(&mut self, k: u32, at: Ps) -> SystemResult<()> {
+        let p = self.m.p2p[k as usize];
+        let req = FlowRequest {
+            id: self.ids.p2p_base + k as u64,
+            src: p.src,
+            dst: p.dst,
+            bytes: p.bytes,
+        };
+        self.send(req, at)
+    }
+
     pub(super) fn on_flow_done(&mut self, t: Ps, id: u64) -> SystemResult<()> {
+        if self.astra {
+            return if id >= self.ids.p2p_base {
+                self.pair_arrived((id - self.ids.p2p_base) as usize, t);
+                Ok(())
+            } else {
+                self.rank_arrival(t, id)
+            };
+        }
         if id >= self.ids.p2p_base {
             self.send_arrived((id - self.ids.p2p_base) as usize, t);
             return Ok(());
@@ -97,18 +118,8 @@ impl Executor<'_> {
             phase.dag.for_each_successor(ti, &mut |j| next.push(j));
             for j in next.drain(..) {
                 let g = sub * len + j as u64;
-                let deps = phase.dag.n_deps(j);
-                if deps <= 1 {
-                    successors.push((g, ready));
-                } else {
-                    let e = st.pending.entry(g).or_insert((deps, 0));
-                    e.0 -= 1;
-                    e.1 = e.1.max(ready);
-                    if e.0 == 0 {
-                        let at = e.1;
-                        st.pending.remove(&g);
-                        successors.push((g, at));
-                    }
+                if let Some(at) = dependency_done(&mut st.pending, g, phase.dag.n_deps(j), ready) {
+                    successors.push((g, at));
                 }
             }
             if st.left == 0 {
@@ -123,6 +134,39 @@ impl Executor<'_> {
         successors.clear();
         self.scratch_start = successors;
         Ok(())
+    }
+}
+
+/// Transfer `g`, which waits on `deps` transfers, had one of them processed at `ready`:
+/// when it may leave, once all have been (the latest of their times), else None.
+/// `pending` holds (dependencies missing, latest time so far) of transfers waiting on several.
+pub(super) fn dependency_done(
+    pending: &mut HashMap<u64, (u32, Ps)>,
+    g: u64,
+    deps: u32,
+    ready: Ps,
+) -> Option<Ps> {
+    if deps <= 1 {
+        return Some(ready);
+    }
+    let e = pending.entry(g).or_insert((deps, 0));
+    e.0 -= 1;
+    e.1 = e.1.max(ready);
+    if e.0 > 0 {
+        return None;
+    }
+    let at = e.1;
+    pending.remove(&g);
+    Some(at)
+}
+
+/// The flow that carries transfer `tr` between the members of its subgroup.
+pub(super) fn flow_of(id: u64, members: &[u32], tr: Transfer) -> FlowRequest {
+    FlowRequest {
+        id,
+        src: members[tr.src as usize],
+        dst: members[tr.dst as usize],
+        bytes: tr.bytes,
     }
 }
 

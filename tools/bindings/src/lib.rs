@@ -210,6 +210,30 @@ fn simulate_packet(
     Ok(out.into_any().unbind())
 }
 
+/// The flows a packet config's traffic starts (generated with the config's seed, checked
+/// against its fabric), without running them: (src, dst, bytes, start_ps) columns.
+#[pyfunction]
+fn traffic_flows(py: Python<'_>, config_json: &str) -> PyResult<PyObject> {
+    let cfg = SimConfig::from_json(config_json).map_err(to_py_err)?;
+    cfg.validate().map_err(to_py_err)?;
+    let Some(traffic) = &cfg.traffic else {
+        return Err(to_py_err(SimError::InvalidConfig {
+            field: "traffic".into(),
+            message: "missing: the flows come from a traffic".into(),
+        }));
+    };
+    let fabric = Fabric::build(cfg.fabric()).map_err(|e| to_py_err(e.into()))?;
+    let specs = tracefabric_packet::traffic::generate(traffic, &fabric.topology, cfg.seed)
+        .map_err(to_py_err)?;
+    tracefabric_packet::traffic::check(&specs, fabric.hosts()).map_err(to_py_err)?;
+    let out = PyDict::new(py);
+    out.set_item("src", specs.iter().map(|f| f.src).collect::<Vec<_>>())?;
+    out.set_item("dst", specs.iter().map(|f| f.dst).collect::<Vec<_>>())?;
+    out.set_item("bytes", specs.iter().map(|f| f.bytes).collect::<Vec<_>>())?;
+    out.set_item("start_ps", specs.iter().map(|f| f.start.0).collect::<Vec<_>>())?;
+    Ok(out.into_any().unbind())
+}
+
 /// Names of the registered schemes, per family.
 #[pyfunction]
 fn scheme_names(py: Python<'_>) -> PyResult<PyObject> {
@@ -541,6 +565,7 @@ fn collective_flows(
         },
         matrix: None,
         root: 0,
+        astra: false,
     };
     let dag = algo
         .build(&spec)
@@ -577,6 +602,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_packet, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     m.add_function(wrap_pyfunction!(fabric_hosts, m)?)?;
+    m.add_function(wrap_pyfunction!(traffic_flows, m)?)?;
     m.add_function(wrap_pyfunction!(backend_names, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     Ok(())
