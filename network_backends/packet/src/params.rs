@@ -77,6 +77,15 @@ impl<'a> ParamReader<'a> {
         Ok(v)
     }
 
+    /// An optional number within (lo, hi] (None: not given; the scheme derives a default).
+    pub fn f64_opt(&mut self, name: &str, lo: f64, hi: f64) -> SimResult<Option<f64>> {
+        if !self.params.contains_key(name) {
+            self.used.insert(name.to_string());
+            return Ok(None);
+        }
+        self.f64_in_open_closed(name, 0.0, lo, hi).map(Some)
+    }
+
     /// Values read with these names must not decrease. Blames the one the user gave of
     /// the first pair out of order (the later one if both were given), so a lone
     /// `quantum1 = 0.5` is named, not the `quantum2` left at its default.

@@ -3,7 +3,7 @@
 //! Every reply that reaches a sender (an ACK, or a NACK or CNP a receiver policy returns)
 //! becomes one [`Feedback`], handed to the families in this fixed order:
 //! 1. loss recovery (`LossRecovery::on_feedback`) decides what it acknowledges and fills
-//!    in `newly_acked` and `complete`;
+//!    in `newly_acked` and `complete` (the engine then sets `in_flight`);
 //! 2. load balancing (`LoadBalancer::on_feedback`) learns from the path signals;
 //! 3. congestion control (`CongestionControl::on_feedback`) sees all of it.
 //!
@@ -55,6 +55,10 @@ pub struct Feedback {
     pub newly_acked: u32,
     /// The flow is complete (set by loss recovery).
     pub complete: bool,
+    /// Payload bytes of the flow in flight once loss recovery handled this reply (0
+    /// before): what a scheme that ignores the feedback of the bytes then in flight
+    /// (SMaRTT's and NSCC's QuickAdapt) counts.
+    pub in_flight: u64,
 }
 
 impl Feedback {

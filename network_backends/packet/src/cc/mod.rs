@@ -4,6 +4,14 @@
 
 mod dctcp;
 mod ideal;
+mod mswift;
+mod nscc;
+mod reorder;
+mod smartt;
+mod swift;
+#[cfg(test)]
+mod tests;
+mod timely;
 
 use crate::config::Params;
 use crate::error::SimResult;
@@ -59,7 +67,15 @@ pub trait CongestionControl: Send {
 
 type Factory = fn(&CcInit, &Params) -> SimResult<Box<dyn CongestionControl>>;
 
-const REGISTRY: &[(&str, Factory)] = &[("ideal", ideal::build), ("dctcp", dctcp::build)];
+const REGISTRY: &[(&str, Factory)] = &[
+    ("ideal", ideal::build),
+    ("dctcp", dctcp::build),
+    ("swift", swift::build),
+    ("mswift", mswift::build),
+    ("smartt", smartt::build),
+    ("nscc", nscc::build),
+    ("timely", timely::build),
+];
 
 pub fn names() -> Vec<&'static str> {
     crate::registry::names(REGISTRY)
@@ -67,4 +83,106 @@ pub fn names() -> Vec<&'static str> {
 
 pub fn build(name: &str, init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionControl>> {
     crate::registry::find("cc", REGISTRY, name)?(init, params)
+}
+
+/// Fixed point of the window-based schemes: a window is kept in 2^-FX bytes, so the
+/// per-ACK steps of a few bytes (an additive increase spread over a window) add up
+/// exactly as integers.
+pub(super) const FX: u32 = 16;
+
+/// Constants in (0, a few hundred] kept in 2^-20 (as DCTCP's g and alpha).
+pub(super) const ONE: u64 = 1 << 20;
+
+/// `x` as a 2^-20 fixed-point constant.
+pub(super) fn fixed(x: f64) -> u64 {
+    (x * ONE as f64).round() as u64
+}
+
+/// a * b / c without overflow (saturating at u64::MAX; c > 0).
+#[inline]
+pub(super) fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    (a as u128 * b as u128 / c as u128).min(u64::MAX as u128) as u64
+}
+
+/// The `window_bytes` of a window of `cwnd` bytes (at least `floor`): the engine sends
+/// while bytes in flight are below it, so this lets a packet go only if a whole one fits
+/// (in flight + MSS <= cwnd), as the reference simulators do.
+#[inline]
+pub(super) fn fitting(cwnd: u64, floor: u64, mss: u64) -> u64 {
+    cwnd.max(floor).saturating_sub(mss) + 1
+}
+
+/// A time parameter given in microseconds, as picoseconds.
+pub(super) fn us(x: f64) -> u64 {
+    (x * 1e6).round() as u64
+}
+
+/// Test support: a fabric's flow paths and feedback, as the engine would give them.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::CcInit;
+    use crate::lb::FlowId;
+    use crate::transport::{Feedback, FlowPath};
+    use crate::units::{Dur, Rate, Time};
+
+    pub const MSS: u32 = 4096;
+    pub const WIRE: u32 = 4096 + 62;
+
+    /// `n` flows over `hops` links each way at `gbps`, links of `latency_ns`: base RTT and
+    /// BDP as the engine computes them (store-and-forward, 64-B ACKs).
+    pub struct Paths {
+        pub paths: Vec<FlowPath>,
+        pub rate: Rate,
+    }
+
+    impl Paths {
+        pub fn new(n: usize, hops: u32, gbps: f64, latency_ns: u64) -> Paths {
+            let rate = Rate::from_gbps(gbps);
+            let link = latency_ns * 1000;
+            let one_way = |bytes: u64| hops as u64 * (rate.serialization(bytes).0 + link);
+            let base_rtt = Dur(one_way(WIRE as u64) + one_way(64));
+            let bdp_bytes = (rate.bps() as u128 * base_rtt.0 as u128 / 8_000_000_000_000) as u64;
+            let path = FlowPath {
+                hops,
+                base_rtt,
+                bdp_bytes,
+            };
+            Paths {
+                paths: vec![path; n],
+                rate,
+            }
+        }
+
+        pub fn init(&self) -> CcInit<'_> {
+            CcInit {
+                paths: &self.paths,
+                line_rate: self.rate,
+                mss: MSS,
+                packet_wire_bytes: WIRE,
+            }
+        }
+    }
+
+    /// Feedback for `flow`'s packet `seq` at `now_ps`, `rtt_ps` after it was sent,
+    /// acknowledging `acked` new bytes, with reply `flags`.
+    pub fn reply(
+        flow: FlowId,
+        seq: u32,
+        now_ps: u64,
+        rtt_ps: u64,
+        acked: u32,
+        flags: u8,
+    ) -> Feedback {
+        let mut fb = crate::loss::feedback(flow, seq, Time(now_ps));
+        (fb.rtt, fb.newly_acked, fb.flags) = (Dur(rtt_ps), acked, flags);
+        fb
+    }
+
+    /// The error text of a scheme built with bad `params`.
+    pub fn refusal<T>(built: crate::error::SimResult<T>) -> String {
+        match built {
+            Ok(_) => panic!("the parameters should be refused"),
+            Err(e) => e.to_string(),
+        }
+    }
 }

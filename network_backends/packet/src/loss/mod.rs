@@ -108,6 +108,7 @@ pub(crate) fn feedback(flow: FlowId, seq: u32, now: Time) -> Feedback {
         int: Default::default(),
         newly_acked: 0,
         complete: false,
+        in_flight: 0,
     }
 }
 

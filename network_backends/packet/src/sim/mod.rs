@@ -36,6 +36,8 @@ mod failures;
 mod host;
 mod packet;
 mod ports;
+#[cfg(test)]
+pub(crate) mod probe;
 mod results;
 mod sender;
 mod setup;

@@ -22,9 +22,11 @@ impl Simulation {
             int: IntSummary::default(),
             newly_acked: 0,
             complete: false,
+            in_flight: 0,
         };
         let outcome = self.loss.on_feedback(&fb);
         (fb.newly_acked, fb.complete) = (outcome.newly_acked, outcome.complete);
+        fb.in_flight = self.loss.in_flight_bytes(f);
         // The reply may open the window or make a packet due, unless the scheme knows better.
         self.set_blocked(f, self.loss.nothing_due(f));
         self.lb.on_feedback(&fb);

@@ -102,36 +102,19 @@ fn dctcp_sawtooth(n: u32, k: u64) -> (f64, f64, f64, f64) {
         "scheme": {"cc": "dctcp", "loss": "sack"},
         "traffic": {"kind": "incast", "dst": 0, "senders": n, "bytes": bytes},
     });
-    let mut sim = Simulation::new(SimConfig::from_json(&cfg.to_string()).unwrap()).unwrap();
-    for f in 0..n {
-        sim.events.push(Time::ZERO, Event::FlowStart(f));
-    }
-    let port = sim.topo.host_down_port[0] as usize;
-    let timing = FrameTiming::new(&sim.fabric);
-    let slot = (wire + 20) as f64;
-    let c_rtt = timing.base_rtt(2).0 as f64 * 100e9 / 8e12 / slot;
     // Every flow's bytes through one 100 Gbps link: the run's length at line rate.
     let span_ps = (n as u64 * bytes) as f64 * 8.0 / 100e9 * 1e12;
-    let (from, to) = ((span_ps * 0.5) as u64, (span_ps * 0.9) as u64);
-    let (mut q_max, mut q_min) = (0u64, u64::MAX);
-    let mut t = from;
-    let tx_from = {
-        sim.process(Time(from), &mut |_, _| true).unwrap();
-        sim.catch_up(port, Time(from));
-        sim.ports[port].data_tx_bytes
-    };
-    while t < to {
-        t += 100_000;
-        sim.process(Time(t), &mut |_, _| true).unwrap();
-        sim.catch_up(port, Time(t));
-        let q = sim.ports[port].queued;
-        q_max = q_max.max(q);
-        q_min = q_min.min(q);
-    }
-    let carried = (sim.ports[port].data_tx_bytes - tx_from) as f64 * 8.0;
-    let capacity = 100e9 * (t - from) as f64 / 1e12 * wire as f64 / slot;
+    let (from, to) = (Time((span_ps * 0.5) as u64), Time((span_ps * 0.9) as u64));
+    let w = probe::watch_downlink(&cfg, 0, from, to, Dur(100_000));
+    let slot = (wire + 20) as f64;
+    let c_rtt = w.timing.base_rtt(2).0 as f64 * 100e9 / 8e12 / slot;
     let q = |b: u64| b as f64 / wire as f64;
-    (q(q_max), q(q_max) - q(q_min), c_rtt, carried / capacity)
+    (
+        q(w.max_bytes),
+        q(w.max_bytes) - q(w.min_bytes),
+        c_rtt,
+        w.data_bytes as f64 / w.capacity_bytes,
+    )
 }
 
 #[test]

@@ -1,0 +1,154 @@
+"""The sender-based CC catalogue (issue 38) against its papers' numbers: UEC NSCC against
+the public UEC simulator's validation (CC-CATALOGUE §7), SMaRTT-REPS's incast, permutation
+and load-balancing results (§4), and MSwift under the OFAN paper's load balancers
+(Fig. 13). The unit-level checks (Swift's decrease factor, TIMELY's 0.6, SMaRTT's
+quadrants, NSCC's scaled parameters, bad parameters) are Rust tests beside each scheme."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tracefabric.astra_configs import load_scheme_preset
+from tracefabric.errors import SchemeParamError
+from tracefabric.network_backends.packet import simulate
+
+NEW_PRESETS = ["swift", "mswift_sack", "smartt_reps", "nscc_trim", "timely"]
+
+
+def base_rtt_us(hops: int, gbps: float, link_ns: float, switch_ns: float = 0.0) -> float:
+    """A full 4,158-B data frame out and a 64-B ACK back, store-and-forward (the engine's
+    `FrameTiming::base_rtt`)."""
+    def one_way(frame: int) -> float:
+        return hops * (frame * 8 / gbps + link_ns) + (hops - 1) * switch_ns
+
+    return (one_way(4158) + one_way(64)) / 1e3
+
+
+def test_every_new_preset_runs_and_conserves_bytes():
+    for name in NEW_PRESETS:
+        preset = load_scheme_preset(name)
+        r = simulate("fat-tree:k=4", "permutation:size=512KiB", scheme=name, seed=2)
+        s = r.summary
+        assert s["data_bytes_sent"] == s["data_bytes_delivered"] + s["data_bytes_dropped"] + s["data_bytes_trimmed"], name
+        assert s["packets_alive_at_end"] == 0 and r.cct_us * 1e6 >= s["lower_bound_ps"], name
+        assert r.config["scheme"]["cc"] == preset["cc"], name
+
+
+@pytest.mark.parametrize("preset, params, field", [
+    ("swift", {"base_target_us": -20.0}, "base_target_us"),  # a negative target
+    ("swift", {"beta": 1.5}, "beta"),  # beta outside (0, 1]
+    ("mswift_sack", {"beta": 0.0}, "beta"),
+    ("mswift_sack", {"median_window": 64}, "median_window"),
+    ("smartt_reps", {"trtt": -1.5}, "trtt"),
+    ("nscc_trim", {"target_qdelay": -0.75}, "target_qdelay"),
+    ("nscc_trim", {"gamma": 1.2}, "gamma"),
+    ("timely", {"t_low_us": -50.0}, "t_low_us"),
+    ("timely", {"beta": 2.0}, "beta"),
+    ("smartt_reps", {"target": 2.0}, "target"),  # not a parameter of SMaRTT
+])
+def test_bad_parameters_are_refused_naming_the_scheme_and_the_field(preset, params, field):
+    cc = load_scheme_preset(preset)["cc"]
+    with pytest.raises(SchemeParamError) as e:
+        simulate("fat-tree:k=4", "permutation:size=64KiB", scheme=preset, cc_params=params)
+    assert e.value.field == field and f"`{cc}`" in str(e.value) and f"`{field}`" in str(e.value)
+
+
+# UEC's validation (validate_uec_sender): 100 Gbps NICs on a 3-tier tree (k = 4, 1 µs
+# links), queues of one BDP of its 12 µs network RTT (150 KB), 2 MB flows.
+UEC = dict(link={"rate_gbps": 100, "latency_ns": 1000}, switch={"buffer_bytes": 150_000}, scheme="nscc_trim", seed=1)
+
+
+def test_nscc_lands_where_the_uec_simulator_validates_it():
+    one = simulate("fat-tree:k=4", {"kind": "incast", "dst": 15, "senders": 1, "bytes": 2_000_000}, **UEC)
+    assert one.flows.fct_us.max() == pytest.approx(176.2, rel=0.03)
+    r = simulate("fat-tree:k=4", {"kind": "incast", "dst": 15, "senders": 15, "bytes": 2_000_000}, **UEC)
+    fct = r.flows.fct_us
+    # The tail within 3 % of UEC's 2,478.5 µs (ideal: 15 × 490 packets at 12.5 GB/s =
+    # 2,446 µs), the spread max/min below 2 (UEC: 1.95), trims about UEC's 811 NACKs.
+    # Measured: 176.9 µs alone; 2,472.1 µs, spread 1.41, 810 trims.
+    assert fct.max() == pytest.approx(2478.5, rel=0.03)
+    assert fct.max() / fct.min() < 2.0
+    assert r.summary["data_packets_trimmed"] == pytest.approx(811, rel=0.25)
+    assert r.summary["data_packets_dropped"] == 0
+
+
+# SMaRTT-REPS §4: 800 Gbps, 4 KiB MTU, 600 ns links, 400 ns switches, 1-BDP queues, REPS.
+SMARTT_RTT = base_rtt_us(6, 800, 600, 400)  # 11.45 µs on a k = 8 fat tree
+SMARTT = dict(link={"rate_gbps": 800, "latency_ns": 600},
+              switch={"buffer_bytes": round(SMARTT_RTT * 1e-6 * 800e9 / 8), "latency_ns": 400})
+
+
+def test_smartt_incast_completes_near_ideal_with_trimming_and_one_rto_later_without():
+    """Fig. 8: a 16:1 incast of 512 KiB. With trimming QuickAdapt sizes the windows from
+    the trims within a round trip or two; without it (drops; md doubled, §3.3) only
+    timeouts find the losses, so the tail waits at least one RTO (here 3 base RTTs, as the
+    authors' htsim code sets it) and at most that plus a round trip (< 4 base RTTs).
+    Measured over 4 seeds: trimming ends 1.8-2.9 base RTTs after the bound (the 6-hop
+    sender last), no trimming 2.1-3.4 base RTTs after that (the paper: slightly more than
+    one, with per-packet timers)."""
+    incast = {"kind": "incast", "dst": 0, "senders": 16, "bytes": 512 << 10}
+    over, gaps = [], []
+    for seed in range(4):
+        trim = simulate("fat-tree:k=8", incast, scheme="smartt_reps", seed=seed, **SMARTT)
+        drop = simulate("fat-tree:k=8", incast, scheme="smartt_reps", loss="sack", cc_params={"md": 4.0},
+                        loss_params={"threshold": 1_000_000}, limits={"rto_us": 3 * SMARTT_RTT}, seed=seed, **SMARTT)
+        assert trim.summary["data_packets_dropped"] == 0 and trim.flows.timeouts.sum() == 0
+        assert drop.summary["data_packets_dropped"] > 0 and drop.flows.timeouts.sum() > 0
+        over.append((trim.flows.fct_us.max() - trim.summary["lower_bound_ps"] / 1e6) / SMARTT_RTT)
+        gaps.append((drop.flows.fct_us.max() - trim.flows.fct_us.max()) / SMARTT_RTT)
+    assert statistics.mean(over) < 3.0, over
+    assert 1.0 <= statistics.mean(gaps) <= 4.0, gaps
+
+
+def test_smartt_keeps_permutation_flows_within_five_percent_of_each_other():
+    # Inter-pod (every packet crosses the core, as §4's permutations), full bisection.
+    for size in (2 << 20, 8 << 20):
+        r = simulate("fat-tree:k=8", {"kind": "permutation", "bytes": size, "inter_pod": True}, scheme="smartt_reps",
+                     seed=1, **SMARTT)
+        fct = r.flows.fct_us
+        assert (abs(fct / fct.median() - 1) <= 0.05).all(), (size, fct.min(), fct.median(), fct.max())
+        assert r.summary["data_packets_trimmed"] == 0
+
+
+def test_smartt_fig6_ecmp_is_far_slower_than_spraying_on_an_oversubscribed_fabric():
+    """Fig. 6: 32 MiB permutation over oversubscribed trees (4:1 in the text, 8:1 in the
+    caption); here 2-tier leaf-spines of 64 hosts. The paper: ECMP 1.5× slower than
+    spraying and REPS, REPS 10 % faster than oblivious spraying. Measured: ECMP 1.77×
+    (4:1) and 1.37× (8:1); REPS and spraying within 1 % of each other (a symmetric
+    2-tier fabric leaves REPS no hot spot to steer around: a miss, see the issue)."""
+    ratios = {}
+    for os, spines in ((4, 4), (8, 2)):
+        tail = {}
+        for lb in ("reps", "host_spray", "ecmp"):
+            r = simulate({"kind": "leaf_spine", "leaves": 4, "spines": spines, "oversubscription": os},
+                         {"kind": "permutation", "bytes": 32 << 20}, scheme="smartt_reps", lb=lb, seed=1, **SMARTT)
+            tail[lb] = r.flows.fct_us.max()
+        ratios[os] = (tail["ecmp"] / tail["reps"], tail["host_spray"] / tail["reps"])
+    for os, (ecmp, spray) in ratios.items():
+        assert ecmp > 1.3 and abs(spray - 1) < 0.03, ratios
+
+
+def test_mswift_fig13_only_ofan_keeps_its_ideal_cct_on_long_messages():
+    """OFAN Fig. 13 (default setup: k = 8, 800 Gbps, 0.5 µs links, 800 KB buffers; a
+    permutation). With 1 MB every packet scheme stays within a few percent of its CCT under
+    the ideal fixed-rate CC (same SACK loss recovery); with 16 MB host and switch packet AR
+    pay for the CC while OFAN does not slow down (its increase at least 5× smaller).
+    Measured (increase over the bound, ideal+erasure -> MSwift+SACK): 1 MB host_spray
+    10.1 -> 19.7 % (ideal+SACK 15.9 %), switch_ar 10.5 -> 10.5 %, ofan 1.8 -> 1.8 %; 16 MB
+    host_spray 4.3 -> 72 %, switch_ar 3.1 -> 86 %, ofan 0.17 -> 0.17 %. The paper's "about
+    10 %" for the two AR schemes is missed: SACK's 32-packet threshold resends 8 % of the
+    packets as spurious retransmissions once queues pass 32 packets (with 128: 35 and 13 %)."""
+    increase = {}
+    for size in (1 << 20, 16 << 20):
+        for lb in ("host_spray", "switch_ar", "ofan"):
+            for cc in ("ideal", "mswift"):
+                r = simulate("fat-tree:k=8", {"kind": "permutation", "bytes": size}, scheme="mswift_sack", lb=lb, cc=cc,
+                             seed=1)
+                increase[size, lb, cc] = r.cct_increase
+    for lb in ("host_spray", "switch_ar", "ofan"):
+        assert (1 + increase[1 << 20, lb, "mswift"]) / (1 + increase[1 << 20, lb, "ideal"]) < 1.05, (lb, increase)
+    big = {lb: increase[16 << 20, lb, "mswift"] for lb in ("host_spray", "switch_ar", "ofan")}
+    assert big["ofan"] < 0.01 and big["ofan"] == pytest.approx(increase[16 << 20, "ofan", "ideal"], abs=1e-3)
+    assert 5 * big["ofan"] < min(big["host_spray"], big["switch_ar"]), big
