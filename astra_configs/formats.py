@@ -66,13 +66,14 @@ IMPLEMENTATION_KEYS = ["all-reduce-implementation", "all-gather-implementation",
                        "all-to-all-implementation", "broadcast-implementation"]
 
 
-def canonical_algorithm(name: str, where: str) -> str:
-    """tracefabric's name for an ASTRA-sim or tracefabric algorithm name (`direct8` -> direct)."""
+def canonical_algorithm(name: str, where: str, field: str) -> str:
+    """tracefabric's name for an ASTRA-sim or tracefabric algorithm name (`direct8` -> direct);
+    an unknown one is a ConfigError naming `where` (the file and key) and `field` (the key)."""
     base = _core.algorithm_name(name)
     if base is None:
         ours, astra = _core.algorithm_names()
         raise ConfigError(f"{where}: unknown collective algorithm {name!r}; expected one of: "
-                          f"{', '.join(ours)} (or ASTRA-sim's {', '.join(astra)}, direct<N>)", where)
+                          f"{', '.join(ours)} (or ASTRA-sim's {', '.join(astra)}, direct<N>)", field)
     return base
 
 
@@ -110,7 +111,7 @@ class SystemConfig:
             "endpoint_delay_ps": round(float(self["endpoint-delay"]) * 1000),
             "active_chunks_per_dimension": int(self["active-chunks-per-dimension"]),
             "preferred_dataset_splits": int(self["preferred-dataset-splits"]),
-            "implementations": {k: [canonical_algorithm(a, f"{self.path}: {k}") for a in self[k]] for k in IMPLEMENTATION_KEYS},
+            "implementations": {k: [canonical_algorithm(a, f"{self.path}: {k}", k) for a in self[k]] for k in IMPLEMENTATION_KEYS},
             "local_bw_aware": self["collective-optimization"] == "localBWAware",
             "local_mem_bw_bytes_per_ns": float(self["local-mem-bw"]),
             "blocks": "truncate" if astra else "exact",
@@ -168,7 +169,7 @@ def check_system(raw: Any, path: str = "<system config>") -> SystemConfig:
         if not all(isinstance(a, str) for a in value):
             raise ConfigError(f"{path}: key {key!r} = {value!r}: expected a list of algorithm names", key)
         for a in value:
-            canonical_algorithm(a, f"{path}: {key}")
+            canonical_algorithm(a, f"{path}: {key}", key)
     if cfg.roofline and (float(cfg["peak-perf"]) <= 0 or float(cfg["local-mem-bw"]) <= 0):
         raise ConfigError(f"{path}: roofline-enabled needs positive 'peak-perf' and 'local-mem-bw'", "roofline-enabled")
     return cfg

@@ -106,7 +106,8 @@ def test_the_contract_counts_foreign_exceptions_and_unnamed_errors_as_crashes(tm
     path = tmp_path / "x.json"
     path.write_text("{}")
     cases = [(KeyError("k"), "crash"), (ConfigError(f"{path}: bad", "k"), None),
-             (ConfigError(f"{path}: no field"), "without a field"), (ConfigError("elsewhere", "k"), "does not name the file")]
+             (ConfigError(f"{path}: no field"), "without a field"), (ConfigError("elsewhere", "k"), "does not name the file"),
+             (ConfigError(f"{path}: bad", f"{path}: k"), "whose field is a path")]
     for exc, expected in cases:
         kind, problem = outcome(Target("t", "x.json", lambda w: [], raiser(exc)), path, tmp_path)
         if expected is None:

@@ -334,6 +334,8 @@ def outcome(target: Target, path: Path, work: Path) -> tuple[str, str | None]:
         kind = f"{type(e).__name__}:{field}" if field else type(e).__name__
         if isinstance(e, ConfigError) and not e.field:
             return kind, f"{type(e).__name__} without a field: {e}"
+        if isinstance(e, ConfigError) and str(path.parent) in e.field:
+            return kind, f"{type(e).__name__} whose field is a path, not a key: {e.field!r}"
         named = str(path.parent if target.folder_named else path) in str(e)
         if target.filename and not getattr(e, "fuzz_stage", None) and not named:
             return kind, f"{type(e).__name__} does not name the file: {e}"
