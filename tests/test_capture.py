@@ -569,7 +569,11 @@ def test_captured_traces_run_through_the_system_layer(fsdp2, moe):
         # A rank is always computing or waiting on communication (its own transfers, or peers
         # that have not reached the collective yet), so its wall is at most the two summed.
         assert compute <= row["wall_ns"] <= row["compute_ns"] + row["comm_ns"]
-        assert row["comm_ns"] >= r.collectives["cct_ns"].sum()
+    # ASTRA-sim's ranks progress through a collective each on its own clock, so a rank that
+    # reaches it late may spend less than the group's CCT in it (captured ranks are never quite
+    # in step); but no collective ends after the iteration, and each takes time.
+    assert r.ranks["wall_ns"].max() >= r.collectives["end_ns"].max()
+    assert (r.collectives["cct_ns"] > 0).all()
     m = simulate(moe, system, net(4), backend="analytical:flow")
     a2a = m.collectives[m.collectives["kind"] == "all_to_all"]
     _, nodes = read_trace(moe / "trace.0.et")

@@ -23,7 +23,11 @@ fn refused_flow(
         let inst = &m.instances[k];
         let members = &w.groups[inst.group as usize];
         let pos = members.iter().position(|&r| r == flow.src).unwrap_or(0);
-        let what = format!("{} on group {}", inst.kind.name(), group_label(w, inst.group));
+        let what = format!(
+            "{} on group {}",
+            inst.kind.name(),
+            group_label(w, inst.group)
+        );
         (members[pos], inst.nodes[pos], what)
     };
     let r = &w.ranks[rank as usize];

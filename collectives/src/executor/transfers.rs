@@ -53,7 +53,9 @@ impl Executor<'_> {
     /// Hands `req` to the network, leaving at `at`.
     pub(super) fn send(&mut self, req: FlowRequest, at: Ps) -> SystemResult<()> {
         self.flows += 1;
-        self.net.start_flow(req, at).map_err(|why| self.flow_error(&req, &why))
+        self.net
+            .start_flow(req, at)
+            .map_err(|why| self.flow_error(&req, &why))
     }
 
     /// Point-to-point pair `k`'s flow, leaving at `at`.

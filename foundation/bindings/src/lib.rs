@@ -230,7 +230,10 @@ fn traffic_flows(py: Python<'_>, config_json: &str) -> PyResult<PyObject> {
     out.set_item("src", specs.iter().map(|f| f.src).collect::<Vec<_>>())?;
     out.set_item("dst", specs.iter().map(|f| f.dst).collect::<Vec<_>>())?;
     out.set_item("bytes", specs.iter().map(|f| f.bytes).collect::<Vec<_>>())?;
-    out.set_item("start_ps", specs.iter().map(|f| f.start.0).collect::<Vec<_>>())?;
+    out.set_item(
+        "start_ps",
+        specs.iter().map(|f| f.start.0).collect::<Vec<_>>(),
+    )?;
     Ok(out.into_any().unbind())
 }
 

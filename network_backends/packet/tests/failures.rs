@@ -130,3 +130,25 @@ fn spraying_that_learns_beats_switch_adaptive_routing_when_routes_never_converge
     }
     assert!(cct["reps"] < cct["switch_ar"], "{cct:?}");
 }
+
+#[test]
+fn frames_on_a_failing_links_wire_are_lost_with_it() {
+    // One path (2 leaves, 1 spine, 800 Gbps, 500 ns links): the leaf-spine link is down from
+    // 5 to 10 us while a 2 MiB flow streams over it at line rate. Lost: every frame on the
+    // wire at 5 us (one link latency of frames) and every frame sent in the 5 us outage.
+    let cfg = json!({"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1},
+        "scheme": {"loss": "sack"}, "limits": {"rto_us": 20.0},
+        "traffic": {"kind": "flows", "src": [0], "dst": [1], "bytes": [2_097_152], "start_ps": [0]},
+        "failures": {"links": [{"nodes": [2, 4], "down_at_us": 5, "up_at_us": 10}], "detection_us": 1000}});
+    let r = run(cfg).unwrap();
+    conserved(&r, "one path");
+    let slot = (4096 + 62 + 20) as f64 * 10.0; // ps per data frame at 800 Gbps
+    let on_wire = 500_000.0 / slot; // frames within one link latency
+    let in_outage = 5_000_000.0 / slot;
+    let lost = r.data_bytes_blackholed as f64 / 4096.0;
+    assert!(
+        (lost - (on_wire + in_outage)).abs() <= 2.0,
+        "{lost} lost, expected {:.1}",
+        on_wire + in_outage
+    );
+}

@@ -61,10 +61,12 @@ impl Simulation {
             Change::Down(port) | Change::Up(port) => {
                 let down = matches!(change, Change::Down(_));
                 for p in [port, port ^ 1] {
-                    // What the port has sent so far is decided; from now on it is lost.
+                    // What the port has sent so far is decided; from now on it is lost, and so
+                    // is what is on the wire (it arrives nowhere).
                     self.catch_up_port(p as usize, self.now);
                     self.ports[p as usize].down = down;
                     if down {
+                        self.cut_wire(p as usize);
                         self.failures.down_since.entry(p).or_insert(self.now);
                     } else if let Some(since) = self.failures.down_since.remove(&p) {
                         *self.failures.down_ps.entry(p).or_default() += (self.now - since).0;
@@ -156,6 +158,16 @@ impl Simulation {
             "failures",
             format!("{flow}{why}; links down: {}", down.join(", ")),
         )
+    }
+
+    /// The frames on a failing link's wire are lost where they are (their arrival events
+    /// still come, and drop them).
+    fn cut_wire(&mut self, port: usize) {
+        let mut wire = std::mem::take(&mut self.ports[port].wire);
+        for pkt in wire.iter_mut().filter(|p| !p.is_lost()) {
+            self.blackhole(pkt);
+        }
+        self.ports[port].wire = wire;
     }
 
     /// A frame sent into a failed link: lost, counted as blackholed.
