@@ -5,29 +5,12 @@
 use serde_json::json;
 use tracefabric_packet::{cc, lb, loss, simulate_json, Report};
 
+mod common;
+use common::conserved;
+
 fn run(cfg: serde_json::Value) -> Report {
     let text = cfg.to_string();
     simulate_json(&text, &mut |_, _| true).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
-
-/// Bytes sent = delivered + dropped + trimmed, nothing left in flight, the bound holds.
-fn conserved(r: &Report, what: &str) {
-    assert_eq!(
-        r.data_bytes_sent,
-        r.data_bytes_delivered + r.data_bytes_dropped + r.data_bytes_trimmed,
-        "{what}"
-    );
-    assert_eq!(r.packets_alive_at_end, 0, "{what}");
-    assert!(
-        r.cct_ps >= r.lower_bound_ps,
-        "{what}: CCT {} beat its bound {}",
-        r.cct_ps,
-        r.lower_bound_ps
-    );
-    assert!(
-        r.flows.iter().all(|f| f.finish_ps > 0),
-        "{what}: a flow did not finish"
-    );
 }
 
 #[test]

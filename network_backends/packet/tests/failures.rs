@@ -4,6 +4,9 @@
 use serde_json::{json, Value};
 use tracefabric_packet::{simulate_json, Report, SimError};
 
+mod common;
+use common::conserved;
+
 fn run(cfg: Value) -> Result<Report, SimError> {
     simulate_json(&cfg.to_string(), &mut |_, _| true)
 }
@@ -11,17 +14,6 @@ fn run(cfg: Value) -> Result<Report, SimError> {
 fn k8(scheme: Value, traffic: Value, failures: Value) -> Value {
     json!({"topology": {"kind": "fat_tree", "k": 8}, "seed": 1, "scheme": scheme,
            "traffic": traffic, "failures": failures})
-}
-
-fn conserved(r: &Report, what: &str) {
-    assert_eq!(
-        r.data_bytes_sent,
-        r.data_bytes_delivered + r.data_bytes_dropped + r.data_bytes_trimmed,
-        "{what}"
-    );
-    assert_eq!(r.packets_alive_at_end, 0, "{what}");
-    assert!(r.flows.iter().all(|f| f.finish_ps > 0), "{what}");
-    assert!(r.data_bytes_blackholed <= r.data_bytes_dropped, "{what}");
 }
 
 /// Hosts 0..128, then 32 edges (128 ..), 32 aggregations (pod p: 160 + 4p ..), 16 cores (192 ..).
