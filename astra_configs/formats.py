@@ -223,7 +223,7 @@ class PacketFabric:
     path: str = "<network config>"
 
 
-PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed", "failures")
+PACKET_NETWORK_KEYS = ("topology", "link", "switch", "packet", "limits", "seed", "failures", "servers")
 
 
 def check_network(raw: Any, path: str = "<network config>") -> AstraNetwork | PacketFabric:

@@ -21,7 +21,9 @@ from ..astra_configs.formats import (PACKET_NETWORK_KEYS, AstraNetwork, PacketFa
                                     check_network, check_system, read_memory, read_network, read_system)
 from ..errors import ConfigError, SimulationError, from_engine, from_system
 from ..specs import plain
+from ..astra_configs.servers import check_servers
 from . import astra_limits
+from .placement import resolve as resolve_placement
 from .workload import Workload, engine_input, read_workload
 
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
@@ -39,6 +41,12 @@ class IterationResults:
     collectives: pd.DataFrame = field(repr=False)
     flows: int = 0
     network_counters: dict[str, int] = field(default_factory=dict)
+    #: How ranks were placed on the fabric: "packed", a policy, or the placement file used.
+    placement: str = "packed"
+    #: Packet backend: per link (owner, peer, stage, data_bytes, bytes, max_queue_bytes,
+    #: down_ps) and per stage (queues, utilization, max link load, drops); empty otherwise.
+    links: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    stages: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
 
     @property
     def iteration_ns(self) -> float:
@@ -85,8 +93,10 @@ def _system(system: str | Path | dict[str, Any] | SystemConfig) -> SystemConfig:
     return read_system(system)
 
 
-def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, scheme: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
-    """The Rust backend spec and the network dimensions the system layer plans with."""
+def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, scheme: dict[str, Any],
+                 placement: Any = None, source: str | Path | None = None) -> tuple[dict[str, Any], list[int], str]:
+    """The Rust backend spec, the network dimensions the system layer plans with, and how
+    ranks were placed (`placement.resolve`; `source`: where the workload's ETs are)."""
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; expected one of: {', '.join(BACKENDS)}", "backend")
     unknown = sorted(set(scheme) - set(SCHEME_OPTIONS))
@@ -101,16 +111,20 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
         if backend == "packet":
             raise ConfigError(f"{net.path}: the packet backend needs a packet-fabric network (topology: {{kind: fat_tree, k: 8}}, "
                               "link, switch, packet), not ASTRA-sim's analytical dimensions", "network")
+        if placement is not None and placement != "packed":
+            raise ConfigError(f"placement = {str(placement):.80}: ASTRA-sim's dimensions number NPUs by rank; a placement "
+                              "needs a packet-fabric network", "placement")
         astra_limits.check_network(backend, net.npus_count, net.path)
         if net.npus != ranks:
             raise ConfigError(f"{net.path}: the network has {net.npus} NPUs ({' x '.join(map(str, net.npus_count))}) "
                               f"but the workload has {ranks} ranks", "npus_count")
-        return {"kind": backend, "dims": net.dims()}, list(net.npus_count)
+        return {"kind": backend, "dims": net.dims()}, list(net.npus_count), "packed"
     if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
     from ..network_backends.packet import build_config, fabric_hosts
     try:
+        servers = check_servers(net.config["servers"], net.path) if "servers" in net.config else None
         cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
                            link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
                            limits=net.config.get("limits"), failures=net.config.get("failures"), **scheme)
@@ -121,7 +135,23 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
         raise e.in_file(net.path) from None
     if ranks > hosts:
         raise ConfigError(f"{net.path}: the fabric has {hosts} hosts but the workload has {ranks} ranks", "topology")
-    return {"kind": backend, "config": cfg}, [ranks]
+    gpus = servers["gpus"] if servers else 1
+    if hosts % gpus:
+        raise ConfigError(f"{net.path}: servers.gpus = {gpus}: expected a divisor of the fabric's {hosts} hosts "
+                          "(one NIC per GPU)", "servers.gpus")
+    slots, how = resolve_placement(placement, source, ranks, gpus, hosts)
+    spec: dict[str, Any] = {"kind": backend, "config": cfg}
+    if slots is not None:
+        spec["placement"] = slots
+    dims = [ranks]
+    if servers and gpus > 1:
+        spec["servers"] = servers
+        if ranks % gpus:
+            raise ConfigError(f"{net.path}: the workload's {ranks} ranks do not fill servers of {gpus} GPUs "
+                              "(servers.gpus); hierarchical collectives need whole servers", "servers.gpus")
+        # Inside a server (dimension 0), then across servers (dimension 1), as synthesis lays ranks out.
+        dims = [gpus] + ([ranks // gpus] if ranks > gpus else [])
+    return spec, dims, how
 
 
 def simulate(
@@ -132,10 +162,13 @@ def simulate(
     backend: str = "analytical:astra-unaware",
     memory: str | Path | RemoteMemory | None = None,
     comm_groups: str | Path | None = None,
+    placement: Any = None,
     **scheme: Any,
 ) -> IterationResults:
     """Run one workload. `scheme` takes the packet engine's scheme options (`scheme=` preset
-    name, `lb`, `cc`, `loss` and their `*_params`) for the packet backend."""
+    name, `lb`, `cc`, `loss` and their `*_params`) for the packet backend. `placement` puts
+    ranks on a packet fabric's GPU slots (see `placement.resolve`; default: the workload's
+    placement.json, else rank r on slot r)."""
     sys_cfg = _system(system)
     net = _network(network)
     if memory is not None and not isinstance(memory, RemoteMemory):
@@ -146,7 +179,7 @@ def simulate(
         if comm_groups is not None:
             _need_path(comm_groups, "comm_groups", "None")
     w = workload if isinstance(workload, Workload) else read_workload(workload, comm_groups)
-    spec, dims = backend_spec(backend, net, w.ranks, scheme)
+    spec, dims, placed = backend_spec(backend, net, w.ranks, scheme, placement, w.source)
     astra = backend.startswith("analytical:astra")
     engine_system = sys_cfg.for_engine(dims, astra=astra)
     try:
@@ -166,4 +199,5 @@ def simulate(
     for col in ("first_issue", "start", "end"):
         colls[f"{col}_ns"] = colls.pop(f"{col}_ps") / 1000
     colls["cct_ns"] = colls["end_ns"] - colls["start_ns"]
-    return IterationResults(backend, ranks, colls, int(raw["flows"]), dict(raw["network_counters"]))
+    return IterationResults(backend, ranks, colls, int(raw["flows"]), dict(raw["network_counters"]), placed,
+                            pd.DataFrame(raw.get("links", {})), pd.DataFrame(raw.get("stages", {})))

@@ -3,6 +3,8 @@
 
 use pyo3::create_exception;
 
+mod servers;
+
 /// mimalloc for everything Rust allocates (Python's objects keep Python's allocator).
 /// The engine keeps thousands of small per-port and per-flow buffers; mimalloc packs
 /// same-sized ones together, which measured 7-8% fewer L1 and L2 misses and ~5% less
@@ -13,6 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tracefabric_analytical::scale_up;
 use tracefabric_packet::network_api::DrivenPacket;
 use tracefabric_packet::traffic::FlowSpec;
 use tracefabric_packet::units::Time;
@@ -277,9 +280,21 @@ enum BackendSpec {
         dims: Option<Vec<tracefabric_analytical::DimSpec>>,
         #[serde(default)]
         config: Option<serde_json::Value>,
+        #[serde(default)]
+        servers: Option<servers::ServersSpec>,
+        #[serde(default)]
+        placement: Option<Vec<u32>>,
     },
+    /// On a packet fabric, `servers` puts GPUs in servers behind their NICs and `placement`
+    /// gives each rank's GPU slot (see `servers.rs`).
     #[serde(rename = "packet")]
-    Packet { config: serde_json::Value },
+    Packet {
+        config: serde_json::Value,
+        #[serde(default)]
+        servers: Option<servers::ServersSpec>,
+        #[serde(default)]
+        placement: Option<Vec<u32>>,
+    },
 }
 
 /// Every backend's name, in the order users see them.
@@ -402,23 +417,57 @@ fn simulate_system(
             let mut net = Aware::new(topo(dims)?);
             py.allow_threads(|| executor::run(&w, &cfg, &mut net))
         }
-        BackendSpec::Flow { dims, config } => {
-            let mut net = match (dims, config) {
-                (Some(dims), None) => FlowModel::on_astra(topo(dims)?),
-                (None, Some(config)) => FlowModel::on_packet_fabric(engine_config(&config)?.1),
-                _ => return Err(bad_input(
+        BackendSpec::Flow {
+            dims,
+            config,
+            servers: spec,
+            placement,
+        } => match (dims, config) {
+            (Some(dims), None) if spec.is_none() && placement.is_none() => {
+                let mut net = FlowModel::on_astra(topo(dims)?);
+                py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+            }
+            (None, Some(config)) => {
+                let fabric = engine_config(&config)?.1;
+                let ranks = w.ranks.len() as u32;
+                match servers::layout(spec, placement, ranks, &fabric.topology)? {
+                    None => {
+                        let mut net = FlowModel::on_packet_fabric(fabric);
+                        py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+                    }
+                    Some((layout, up)) => {
+                        let fabric = FlowModel::on_packet_fabric(fabric);
+                        let mut net = servers::servers(layout, up, fabric)?;
+                        py.allow_threads(|| executor::run(&w, &cfg, &mut net))
+                    }
+                }
+            }
+            _ => {
+                return Err(bad_input(
                     "backend",
-                    "analytical:flow takes ASTRA-sim dimensions (dims) or a packet fabric (config)",
-                )),
-            };
-            py.allow_threads(|| executor::run(&w, &cfg, &mut net))
-        }
-        BackendSpec::Packet { config } => {
+                    "analytical:flow takes ASTRA-sim dimensions (dims) or a packet fabric (config, \
+                     with servers and placement)",
+                ))
+            }
+        },
+        BackendSpec::Packet {
+            config,
+            servers: spec,
+            placement,
+        } => {
             // One planning pass gives both the flow list the engine declares and the run's plan.
             // Empty transfers are not declared: the engine only carries bytes.
-            let (prepared, flows) = executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
-            let declared = DrivenPacket::declared(&flows);
+            let (prepared, mut flows) =
+                executor::Prepared::new(&w, &cfg, true).map_err(system_err)?;
             let (sim_cfg, fabric) = engine_config(&config)?;
+            let layout = servers::layout(spec, placement, w.ranks.len() as u32, &fabric.topology)?;
+            if let Some((layout, _)) = &layout {
+                // The fabric sees flows between NICs, and none inside a server.
+                for f in flows.iter_mut() {
+                    *f = scale_up::fabric_request(layout, f);
+                }
+            }
+            let declared = DrivenPacket::declared(&flows);
             let specs = (declared.iter())
                 .map(|f| FlowSpec {
                     src: f.src,
@@ -448,17 +497,21 @@ fn simulate_system(
                 Err(e) => return Err(to_py_err(e)),
             };
             drop(declared);
-            let mut net =
-                DrivenPacket::new(sim, &flows).map_err(|e| bad_input("packet backend", e))?;
+            let net = DrivenPacket::new(sim, &flows).map_err(|e| bad_input("packet backend", e))?;
             drop(flows);
-            let r = py.allow_threads(|| prepared.run(&mut net));
+            let (r, net) = match layout {
+                None => {
+                    let mut net = net;
+                    (py.allow_threads(|| prepared.run(&mut net)), net)
+                }
+                Some((layout, up)) => {
+                    let mut net = servers::servers(layout, up, net)?;
+                    let r = py.allow_threads(|| prepared.run(&mut net));
+                    (r, net.into_fabric())
+                }
+            };
             let rep = net.sim.driven_report();
-            packet_report = Some((
-                rep.data_packet_hops,
-                rep.data_packets_dropped,
-                rep.ecn_marks,
-                rep.events,
-            ));
+            packet_report = Some(rep);
             r
         }
     }
@@ -500,14 +553,54 @@ fn simulate_system(
     for (k, v) in &report.network_counters {
         counters.set_item(k, v)?;
     }
-    if let Some((hops, drops, marks, events)) = packet_report {
-        counters.set_item("data_packet_hops", hops)?;
-        counters.set_item("data_packets_dropped", drops)?;
-        counters.set_item("ecn_marks", marks)?;
-        counters.set_item("events", events)?;
+    if let Some(rep) = &packet_report {
+        counters.set_item("data_packet_hops", rep.data_packet_hops)?;
+        counters.set_item("data_packets_dropped", rep.data_packets_dropped)?;
+        counters.set_item("ecn_marks", rep.ecn_marks)?;
+        counters.set_item("events", rep.events)?;
+        counters.set_item("data_bytes_sent", rep.data_bytes_sent)?;
+        counters.set_item("data_bytes_delivered", rep.data_bytes_delivered)?;
+        out.set_item("links", packet_links(py, rep)?)?;
+        out.set_item("stages", packet_stages(py, rep)?)?;
     }
     out.set_item("network_counters", counters)?;
     Ok(out.into_any().unbind())
+}
+
+/// Per link of a driven packet run: columns of `LinkResult`.
+fn packet_links<'py>(
+    py: Python<'py>,
+    rep: &tracefabric_packet::report::Report,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let l = &rep.links;
+    d.set_item("owner", l.iter().map(|x| x.owner).collect::<Vec<_>>())?;
+    d.set_item("peer", l.iter().map(|x| x.peer).collect::<Vec<_>>())?;
+    d.set_item("stage", l.iter().map(|x| x.stage.as_str()).collect::<Vec<_>>())?;
+    d.set_item("data_bytes", l.iter().map(|x| x.data_bytes).collect::<Vec<_>>())?;
+    d.set_item("bytes", l.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
+    d.set_item("max_queue_bytes", l.iter().map(|x| x.max_queue_bytes).collect::<Vec<_>>())?;
+    d.set_item("down_ps", l.iter().map(|x| x.down_ps).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
+/// Per stage (tier to tier) of a driven packet run: columns of `StageStats`.
+fn packet_stages<'py>(
+    py: Python<'py>,
+    rep: &tracefabric_packet::report::Report,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let s = &rep.stages;
+    d.set_item("stage", s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>())?;
+    d.set_item("ports", s.iter().map(|x| x.ports).collect::<Vec<_>>())?;
+    d.set_item("max_queue_bytes", s.iter().map(|x| x.max_queue_bytes).collect::<Vec<_>>())?;
+    d.set_item("mean_queue_bytes", s.iter().map(|x| x.mean_queue_bytes).collect::<Vec<_>>())?;
+    d.set_item("utilization", s.iter().map(|x| x.utilization).collect::<Vec<_>>())?;
+    d.set_item("max_link_load", s.iter().map(|x| x.max_link_load).collect::<Vec<_>>())?;
+    d.set_item("drops", s.iter().map(|x| x.drops).collect::<Vec<_>>())?;
+    d.set_item("trims", s.iter().map(|x| x.trims).collect::<Vec<_>>())?;
+    d.set_item("ecn_marks", s.iter().map(|x| x.ecn_marks).collect::<Vec<_>>())?;
+    Ok(d)
 }
 
 const COLLECTIVE_FLOWS_MAX_RANKS: u32 = 4096;

@@ -109,6 +109,17 @@ impl FlowModel {
         }
     }
 
+    /// When the model next acts (a flow starts, drains or is delivered); `Ps::MAX` when
+    /// idle. Looking changes nothing the model will do.
+    pub fn next_event_time(&mut self) -> Ps {
+        if self.dirty {
+            self.recompute();
+        }
+        let t_tail = self.tails.peek().map_or(Ps::MAX, |r| r.0 .0);
+        let t_start = self.pending.peek().map_or(Ps::MAX, |r| r.0 .0);
+        t_tail.min(t_start).min(self.next_drain)
+    }
+
     /// Links a flow uses with their shares, and its latency (see the module comment).
     fn path(&mut self, src: u32, dst: u32) -> (Vec<(u32, f64)>, Ps) {
         match &mut self.fabric {

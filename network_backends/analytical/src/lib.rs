@@ -9,10 +9,12 @@
 //!   path latency after it leaves), ACK and header overheads when the packet framing is given.
 //!
 //! `topology` holds ASTRA-sim's multi-dimensional analytical topologies (Ring,
-//! FullyConnected, Switch per dimension).
+//! FullyConnected, Switch per dimension). `scale_up` puts GPUs in servers in front of a
+//! packet fabric's backend (flow or packet level): a flow-level scale-up domain per server.
 
 pub mod aware;
 pub mod flow;
+pub mod scale_up;
 mod slab;
 pub mod topology;
 pub mod unaware;

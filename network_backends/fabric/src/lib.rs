@@ -3,13 +3,15 @@
 //! analytical flow-level model.
 //!
 //! Layers, lowest first: `units`, `error` -> `config` -> `topology` (with `routes`: next-hop
-//! groups over the links that are up), `timing` -> [`Fabric`].
+//! groups over the links that are up), `timing` -> [`Fabric`]; `servers` places GPUs and
+//! their NICs on the fabric's hosts.
 
 pub mod config;
 pub mod error;
 pub mod failures;
 pub mod routes;
 pub mod seed;
+pub mod servers;
 pub mod timing;
 pub mod topology;
 pub mod units;

@@ -1,0 +1,115 @@
+"""GPUs inside servers on the packet-fabric backends: the scale-up domain's closed form, the
+bytes the fabric carries against the synthesis summary, and rank placement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tracefabric.collectives.iteration import simulate
+from tracefabric.collectives.placement import random_servers
+from tracefabric.errors import ConfigError
+from tracefabric.traces.microbenchmark import write_microbenchmark
+from tracefabric.traces.models import ZOO
+from tracefabric.traces.synthesis import Plan, synthesize, write
+
+HIER = {"scheduling-policy": "LIFO", "endpoint-delay": 0, "active-chunks-per-dimension": 1,
+        "preferred-dataset-splits": 1, "collective-optimization": "localBWAware", "local-mem-bw": 1600,
+        **{f"{k}-implementation": ["ring", "ring"] for k in ("all-reduce", "all-gather", "reduce-scatter")},
+        "all-to-all-implementation": ["direct", "direct"]}
+
+
+def two_servers(bandwidth_gbps: float = 3600, latency_ns: float = 250, **extra) -> dict:
+    """k = 4 fat tree (16 hosts) as 2 servers x 8 GPUs, 400 Gbit/s NICs."""
+    return {"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 400, "latency_ns": 500},
+            "servers": {"gpus": 8, "scale_up": {"bandwidth_gbps": bandwidth_gbps, "latency_ns": latency_ns}}, **extra}
+
+
+@pytest.mark.parametrize("backend", ["analytical:flow", "packet"])
+def test_an_all_gathers_intra_server_phase_takes_bytes_over_the_scale_up_bandwidth(tmp_path, backend):
+    """16 ranks on 2 servers, all-gather of 1 MiB per rank: first across servers (each GPU
+    swaps its shard with the same GPU of the other server), then a ring of 8 inside each
+    server, 7 steps of 2 MiB each. The intra-server phase alone is 7 x (2 MiB / B + L): the
+    difference between a run at B = 3600 Gbit/s, L = 250 ns and one at a near-infinite scale-up
+    domain (the inter-server phase, which comes first, is the same in both)."""
+    shard = 1 << 20
+    p = write_microbenchmark(tmp_path, 16, "all_gather", shard)
+    slow = simulate(p, HIER, two_servers(), backend=backend)
+    fast = simulate(p, HIER, two_servers(8e6, 0), backend=backend)
+    step = 2 * shard * 8  # bits per ring step
+    want = 7 * (step / 3600 + 250) - 7 * step / 8e6
+    assert slow.iteration_ns - fast.iteration_ns == pytest.approx(want, abs=0.01)  # ps rounding, 7 steps
+    assert slow.collectives.algorithm.tolist() == ["ring+ring"]
+    c = slow.network_counters
+    assert c["scale_out_bytes"] == 16 * shard  # one shard per GPU crosses the fabric
+    assert c["scale_up_bytes"] == 16 * 7 * 2 * shard
+
+
+def test_the_fabric_carries_exactly_the_inter_server_bytes_of_the_synthesis_summary(tmp_path):
+    """Llama-3 8B FSDP on 128 GPUs (16 servers x 8, bf16): 5.646 GB per rank cross the
+    fabric, 42.16 GB stay in the server (the issue's numbers; `bytes_sent_per_rank`)."""
+    syn = synthesize(ZOO["llama3-8b"], Plan("fsdp", world=128, gpus_per_server=8, precision="bf16"))
+    summary = write(syn, tmp_path)["bytes_sent_per_rank"]
+    assert summary["scale_out"] == pytest.approx(5.646e9, rel=1e-3)
+    net = {"topology": {"kind": "fat_tree", "k": 8}, "link": {"rate_gbps": 800}, "servers": {"gpus": 8}}
+    r = simulate(tmp_path, HIER, net, backend="analytical:flow")
+    assert r.placement.endswith("placement.json")
+    assert r.network_counters["scale_out_bytes"] == 128 * summary["scale_out"]
+    assert r.network_counters["scale_up_bytes"] == 128 * summary["scale_up"]
+
+
+def test_packet_links_carry_the_inter_server_bytes_and_nothing_of_the_servers(tmp_path):
+    """GPT-2 small FSDP on 2 servers x 8: the packet engine delivers exactly the summary's
+    scale-out bytes (no loss: deep buffers), every NIC's uplink carries the same data bytes
+    (FSDP is symmetric), and what leaves the hosts arrives at the hosts."""
+    syn = synthesize(ZOO["gpt2-small"], Plan("fsdp", world=16, gpus_per_server=8, seq=128))
+    summary = write(syn, tmp_path)["bytes_sent_per_rank"]
+    net = two_servers(switch={"buffer_bytes": 1 << 30})
+    r = simulate(tmp_path, HIER, net, backend="packet")
+    c = r.network_counters
+    assert c["data_packets_dropped"] == 0
+    assert c["scale_out_bytes"] == pytest.approx(16 * summary["scale_out"], rel=1e-12)
+    assert c["data_bytes_delivered"] == c["data_bytes_sent"] == c["scale_out_bytes"]
+    up = r.links[r.links.stage == "host->E"]
+    down = r.links[r.links.stage == "E->host"]
+    assert len(up) == len(down) == 16
+    assert up.data_bytes.nunique() == 1
+    assert up.data_bytes.sum() == down.data_bytes.sum()
+    payload, header = 4096, 62  # every frame of a flow is full but its last
+    assert c["scale_out_bytes"] * (1 + header / payload) <= up.data_bytes.sum() <= c["scale_out_bytes"] * (1 + header / payload) + header * r.flows
+
+
+def test_placement_is_the_workloads_file_or_a_policy_and_is_checked(tmp_path):
+    p = write_microbenchmark(tmp_path, 16, "all_gather", 1 << 16)
+    net = {"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 400}}
+    flat = dict(HIER, **{"all-gather-implementation": ["ring"]})
+    packed = simulate(p, flat, net, backend="analytical:flow")
+    assert packed.placement == "packed"
+    # A placement that keeps ring neighbours on one edge switch is faster than one that
+    # sends every step across pods; a file beside the ETs is picked up by default.
+    across = [(r % 2) * 8 + r // 2 for r in range(16)]
+    (tmp_path / "placement.json").write_text(json.dumps({"rank_to_host": across}))
+    found = simulate(p, flat, net, backend="analytical:flow")
+    assert found.placement == str(tmp_path / "placement.json")
+    assert found.iteration_ns > packed.iteration_ns * 1.05
+    assert simulate(p, flat, net, backend="analytical:flow", placement="packed").iteration_ns == packed.iteration_ns
+    assert simulate(p, flat, net, backend="analytical:flow", placement=across).iteration_ns == found.iteration_ns
+    assert random_servers(16, 8, 3) == random_servers(16, 8, 3)
+    assert sorted(random_servers(16, 4, 3)) == list(range(16))
+    for bad, says in [([0] * 16, "already holds"), (list(range(15)), "15 ranks placed"), ([16] + list(range(1, 16)), "0..15"),
+                      ("spread", "expected one of packed")]:
+        with pytest.raises(ConfigError, match=says) as e:
+            simulate(p, flat, net, backend="analytical:flow", placement=bad)
+        assert e.value.field == "placement"
+
+
+def test_servers_are_checked_against_the_fabric_and_the_workload(tmp_path):
+    p = write_microbenchmark(tmp_path, 12, "all_gather", 1 << 16)
+    for servers, field in [({"gpus": 3}, "servers.gpus"), ({"gpus": 8, "nics": "diagonal"}, "servers.nics"),
+                           ({"gpus": 8, "scale_up": {"bandwidth_gbps": 0}}, "servers.scale_up.bandwidth_gbps"),
+                           ({"gpus": 8, "racks": 2}, "servers.racks"), ({"gpus": 8}, "servers.gpus")]:
+        net = {"topology": {"kind": "fat_tree", "k": 4}, "servers": servers}
+        with pytest.raises(ConfigError) as e:
+            simulate(p, HIER, net, backend="packet")
+        assert e.value.field == field, (servers, str(e.value))
