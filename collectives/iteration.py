@@ -65,6 +65,9 @@ class IterationResults:
         out.mkdir(parents=True, exist_ok=True)
         self.ranks.to_parquet(out / "ranks.parquet")
         self.collectives.to_parquet(out / "collectives.parquet")
+        if len(self.links):
+            self.links.to_parquet(out / "links.parquet")
+            self.stages.to_parquet(out / "stages.parquet")
         return out
 
 

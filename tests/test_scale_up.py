@@ -113,3 +113,72 @@ def test_servers_are_checked_against_the_fabric_and_the_workload(tmp_path):
         with pytest.raises(ConfigError) as e:
             simulate(p, HIER, net, backend="packet")
         assert e.value.field == field, (servers, str(e.value))
+
+
+def test_placement_matters_as_in_ofan_8_4_at_reduced_scale(tmp_path):
+    """OFAN §8.4 at 128 GPUs: 16 servers x 8 on a k = 8 fat tree (800 Gbit/s), random server
+    placement, FSDP with hierarchical rings (GPU i talks to GPU i + 8), GPT-2 small in FP8.
+    ECMP's hashed paths collide in the core, so its all-gathers take longer than spraying's
+    and OFAN's; which servers collide depends on the placement seed, so ECMP's iteration
+    moves with it, while the fluid ideal (the flow model: every flow split evenly over all
+    shortest paths) does not."""
+    net = {"topology": {"kind": "fat_tree", "k": 8}, "link": {"rate_gbps": 800}, "servers": {"gpus": 8}}
+    runs = {}
+    for seed in (1, 2):
+        d = tmp_path / f"seed{seed}"
+        write(synthesize(ZOO["gpt2-small"], Plan("fsdp", world=128, gpus_per_server=8, precision="fp8", seed=seed)), d)
+        runs[seed, "ideal"] = simulate(d, HIER, net, backend="analytical:flow")
+        for scheme in ("ecmp", "host_spray", "ofan"):
+            runs[seed, scheme] = simulate(d, HIER, net, backend="packet", scheme=scheme)
+
+    def ag(seed, scheme):
+        c = runs[seed, scheme].collectives
+        return c[c.kind == "all_gather"].cct_ns.mean()
+
+    for seed in (1, 2):
+        for good in ("host_spray", "ofan"):
+            assert ag(seed, "ecmp") > 1.05 * ag(seed, good), (seed, good)
+            assert ag(seed, good) < 1.01 * ag(seed, "ideal")
+    it = {k: r.iteration_ns for k, r in runs.items()}
+    assert abs(it[1, "ecmp"] / it[2, "ecmp"] - 1) > 0.01
+    assert it[1, "ideal"] == pytest.approx(it[2, "ideal"], rel=1e-4)
+
+
+def test_hierarchical_traces_put_the_same_bytes_on_the_fabric_synthesized_or_rescaled(tmp_path):
+    """GPT-2 small FSDP synthesized on 16 ranks (2 servers) and rescaled to 128, against the
+    same model synthesized on 128: the same bytes cross the fabric and stay in the servers,
+    and both equal 128 x the summary's per-rank bytes."""
+    from tracefabric.traces.rescale import rescale
+
+    write(synthesize(ZOO["gpt2-small"], Plan("fsdp", world=16, gpus_per_server=8, precision="fp8")), tmp_path / "s16")
+    rescale(tmp_path / "s16", 128, tmp_path / "r128")
+    summary = write(synthesize(ZOO["gpt2-small"], Plan("fsdp", world=128, gpus_per_server=8, precision="fp8")),
+                    tmp_path / "s128")["bytes_sent_per_rank"]
+    net = {"topology": {"kind": "fat_tree", "k": 8}, "link": {"rate_gbps": 800}, "servers": {"gpus": 8}}
+    got = [simulate(tmp_path / d, HIER, net, backend="analytical:flow").network_counters for d in ("r128", "s128")]
+    for key, per_rank in (("scale_out_bytes", summary["scale_out"]), ("scale_up_bytes", summary["scale_up"])):
+        assert got[0][key] == got[1][key] == pytest.approx(128 * per_rank, rel=1e-12)
+
+
+def test_run_takes_a_placement_and_writes_the_packet_tables(tmp_path):
+    """`tracefabric run --placement random:3` is `simulate(placement="random:3")`; --out also
+    writes the packet run's per-link and per-stage tables, whose host uplinks carry the data."""
+    import pandas as pd
+    import yaml
+    from typer.testing import CliRunner
+
+    from tracefabric.tools.cli import app
+
+    p = write_microbenchmark(tmp_path / "ets", 16, "all_gather", 1 << 16)
+    (tmp_path / "sys.json").write_text(json.dumps(HIER))
+    (tmp_path / "net.yml").write_text(yaml.safe_dump(two_servers()))
+    res = CliRunner().invoke(app, ["run", "--workload", str(p), "--system", str(tmp_path / "sys.json"), "--network",
+                                   str(tmp_path / "net.yml"), "--backend", "packet", "--placement", "random:3",
+                                   "--out", str(tmp_path / "out"), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    want = simulate(p, HIER, two_servers(), backend="packet", placement="random:3")
+    assert got["placement"] == "random:3" and got["summary"]["iteration_us"] == want.iteration_ns / 1e3
+    links = pd.read_parquet(tmp_path / "out" / "links.parquet")
+    assert links[links.stage == "host->E"].data_bytes.sum() == want.links[want.links.stage == "host->E"].data_bytes.sum() > 16 << 16
+    assert set(pd.read_parquet(tmp_path / "out" / "stages.parquet").stage) >= {"host->E", "E->A", "A->C"}

@@ -426,6 +426,7 @@ def run_iteration(
     lb: Annotated[Optional[str], typer.Option(help="Packet backend: load balancer.")] = None,
     cc: Annotated[Optional[str], typer.Option(help="Packet backend: congestion control.")] = None,
     loss: Annotated[Optional[str], typer.Option(help="Packet backend: loss recovery.")] = None,
+    placement: Annotated[Optional[str], typer.Option(help="Packet fabrics: rank -> GPU slot: packed, random[:SEED] or a placement.json (default: the workload's placement.json, else packed).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Write ranks.parquet and collectives.parquet here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print per-rank results as JSON.")] = False,
 ) -> None:
@@ -436,13 +437,14 @@ def run_iteration(
         make_output_dir(out)
     with err_console.status(f"simulating on {backend}"):
         r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
-                     scheme=scheme, lb=lb, cc=cc, loss=loss)
+                     placement=placement, scheme=scheme, lb=lb, cc=cc, loss=loss)
     if out:
         r.to_parquet(out)
     if as_json:
-        print(json.dumps({"summary": r.summary_row(), "ranks": r.ranks.to_dict(orient="records")}, indent=2))
+        print(json.dumps({"summary": r.summary_row(), "placement": r.placement, "ranks": r.ranks.to_dict(orient="records")},
+                         indent=2))
         return
-    t = Table(title=f"{workload} on {backend}: iteration {r.iteration_ns / 1e3:.3f} us")
+    t = Table(title=f"{workload} on {backend}: iteration {r.iteration_ns / 1e3:.3f} us (placement: {r.placement})")
     for col in ("rank", "wall (ns)", "compute (ns)", "comm (ns)", "exposed comm (ns)", "overlap (ns)"):
         t.add_column(col, justify="right")
     rows = r.ranks.itertuples()
