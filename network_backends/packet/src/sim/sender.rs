@@ -8,6 +8,11 @@ impl Simulation {
     pub(super) fn on_reply(&mut self, h: u32, port: usize, p: Packet) {
         self.live_packets -= 1;
         let f = p.flow();
+        let stack = if self.int_on {
+            self.int_take(&p)
+        } else {
+            Default::default()
+        };
         if self.draining || self.hot[f as usize].done {
             return;
         }
@@ -30,7 +35,21 @@ impl Simulation {
         // The reply may open the window or make a packet due, unless the scheme knows better.
         self.set_blocked(f, self.loss.nothing_due(f));
         self.lb.on_feedback(&fb);
-        self.cc.on_feedback(&fb, &mut self.cc_timers);
+        if self.int_on {
+            let hops = stack.hops();
+            fb.int = IntSummary {
+                max_queue_bytes: hops
+                    .iter()
+                    .map(|h| h.qlen)
+                    .max()
+                    .unwrap_or(0)
+                    .min(u32::MAX as u64) as u32,
+                hops: hops.len() as u8,
+            };
+            self.cc.on_feedback_int(&fb, hops, &mut self.cc_timers);
+        } else {
+            self.cc.on_feedback(&fb, &mut self.cc_timers);
+        }
         if !self.cc_timers.is_empty() {
             self.apply_cc_timers();
         }
