@@ -2,6 +2,7 @@
 //! A scheme limits each flow by a window of bytes in flight and/or a pacing gap, and
 //! learns from feedback, timeouts and its own timers (see `transport`).
 
+mod dcqcn;
 mod dctcp;
 mod ideal;
 mod mswift;
@@ -95,6 +96,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("smartt", smartt::build),
     ("nscc", nscc::build),
     ("timely", timely::build),
+    ("dcqcn", dcqcn::build),
 ];
 
 pub fn names() -> Vec<&'static str> {
