@@ -4,6 +4,7 @@
 
 mod dcqcn;
 mod dctcp;
+mod hpcc;
 mod ideal;
 mod mswift;
 mod nscc;
@@ -97,6 +98,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("nscc", nscc::build),
     ("timely", timely::build),
     ("dcqcn", dcqcn::build),
+    ("hpcc", hpcc::build),
 ];
 
 pub fn names() -> Vec<&'static str> {
