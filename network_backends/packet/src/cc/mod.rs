@@ -6,6 +6,7 @@ mod dcqcn;
 mod dctcp;
 mod hpcc;
 mod ideal;
+mod mcc;
 mod mswift;
 mod nscc;
 mod reorder;
@@ -99,6 +100,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("timely", timely::build),
     ("dcqcn", dcqcn::build),
     ("hpcc", hpcc::build),
+    ("mcc", mcc::build),
 ];
 
 pub fn names() -> Vec<&'static str> {
