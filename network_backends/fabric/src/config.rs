@@ -75,10 +75,12 @@ pub struct SwitchConfig {
     pub buffer_bytes: u64,
     /// Forwarding latency added to every packet entering a switch.
     pub latency_ns: f64,
-    /// RED marking at dequeue between kmin and kmax (fractions of the buffer).
+    /// RED marking at dequeue between kmin and kmax (fractions of the buffer): the
+    /// probability rises linearly from 0 at kmin to `ecn_pmax` at kmax, and is 1 above.
     pub ecn: bool,
     pub ecn_kmin: f64,
     pub ecn_kmax: f64,
+    pub ecn_pmax: f64,
 }
 impl Default for SwitchConfig {
     fn default() -> Self {
@@ -88,6 +90,7 @@ impl Default for SwitchConfig {
             ecn: true,
             ecn_kmin: 0.2,
             ecn_kmax: 0.8,
+            ecn_pmax: 1.0,
         }
     }
 }
@@ -210,6 +213,12 @@ impl FabricConfig {
                     format!("= {v}: expected a fraction of the buffer in 0..1"),
                 ));
             }
+        }
+        if !(s.ecn_pmax > 0.0 && s.ecn_pmax <= 1.0) {
+            return Err(config_err(
+                "switch.ecn_pmax",
+                format!("= {}: expected a marking probability in (0, 1]", s.ecn_pmax),
+            ));
         }
         if s.ecn_kmin > s.ecn_kmax {
             return Err(config_err(

@@ -42,6 +42,26 @@ impl<'a> ParamReader<'a> {
         }
     }
 
+    /// One of `choices` (a string).
+    pub fn choice(
+        &mut self,
+        name: &str,
+        default: &'static str,
+        choices: &[&'static str],
+    ) -> SimResult<&'static str> {
+        self.used.insert(name.to_string());
+        let Some(v) = self.params.get(name) else {
+            return Ok(default);
+        };
+        match v.as_str().and_then(|s| choices.iter().find(|c| **c == s)) {
+            Some(c) => Ok(c),
+            None => Err(self.bad(
+                name,
+                format!("must be one of {}, got {v}", choices.join(", ")),
+            )),
+        }
+    }
+
     /// A boolean.
     pub fn bool(&mut self, name: &str, default: bool) -> SimResult<bool> {
         self.used.insert(name.to_string());

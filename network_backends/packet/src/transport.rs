@@ -25,14 +25,34 @@ pub mod flags {
     pub const CNP: u8 = 1 << 4;
 }
 
-/// An in-band telemetry summary of the data packet's path. No queue discipline stamps one
-/// yet (every field is 0); it is part of the seam so that one can without touching it.
+/// An in-band telemetry summary of the data packet's path: filled in only for a scheme
+/// that asks for INT (`CongestionControl::wants_int`; 0 otherwise).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IntSummary {
     /// Largest queue the packet met, in bytes.
     pub max_queue_bytes: u32,
     /// Hops that stamped a record.
     pub hops: u8,
+}
+
+/// Most switch hops that stamp an INT record into a data packet (HPCC's limit).
+pub const INT_MAX_HOPS: usize = 5;
+
+/// One switch hop's INT record (HPCC; CC-CATALOGUE §0), stamped as the data packet left
+/// the hop's output port. The engine keeps the records in a side table keyed by the
+/// packet, so packets stay 32 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntHop {
+    /// The output port (a record compares with an earlier one only on the same port).
+    pub port: u32,
+    /// Departure time of the packet.
+    pub ts: Time,
+    /// Bytes the port had sent, this frame included.
+    pub tx_bytes: u64,
+    /// Bytes queued behind the packet as it left.
+    pub qlen: u64,
+    /// The port's line rate, bits per second.
+    pub rate_bps: u64,
 }
 
 /// One reply at the sender, as every family sees it.

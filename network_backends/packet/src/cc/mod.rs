@@ -2,8 +2,11 @@
 //! A scheme limits each flow by a window of bytes in flight and/or a pacing gap, and
 //! learns from feedback, timeouts and its own timers (see `transport`).
 
+mod dcqcn;
 mod dctcp;
+mod hpcc;
 mod ideal;
+mod mcc;
 mod mswift;
 mod nscc;
 mod reorder;
@@ -16,7 +19,7 @@ mod timely;
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::lb::FlowId;
-use crate::transport::{CcTimers, Feedback, FlowPath};
+use crate::transport::{CcTimers, Feedback, FlowPath, IntHop};
 use crate::units::{Dur, Rate, Time};
 
 /// Everything a scheme may read when it is built.
@@ -53,6 +56,26 @@ pub trait CongestionControl: Send {
     /// A reply reached the sender (after loss recovery and LB saw it; see `transport`).
     fn on_feedback(&mut self, _fb: &Feedback, _timers: &mut CcTimers) {}
 
+    /// True if switches should stamp INT records into this scheme's data packets; the
+    /// engine then calls `on_feedback_int` instead of `on_feedback`. Off, INT costs the
+    /// engine one untaken branch per switch departure.
+    fn wants_int(&self) -> bool {
+        false
+    }
+
+    /// A reply with the INT records its data packet collected, first hop first (at most
+    /// `transport::INT_MAX_HOPS`).
+    fn on_feedback_int(&mut self, fb: &Feedback, _hops: &[IntHop], timers: &mut CcTimers) {
+        self.on_feedback(fb, timers);
+    }
+
+    /// The congestion notification point the scheme needs at receivers (DCQCN's NP):
+    /// Some(gap) makes every receiver set the CNP flag on its reply to a CE-marked data
+    /// packet, at most once per flow per `gap` (zero: on every marked packet).
+    fn cnp_interval(&self) -> Option<Dur> {
+        None
+    }
+
     /// The flow's retransmission timer fired and declared packets lost.
     fn on_timeout(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}
 
@@ -75,6 +98,9 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("smartt", smartt::build),
     ("nscc", nscc::build),
     ("timely", timely::build),
+    ("dcqcn", dcqcn::build),
+    ("hpcc", hpcc::build),
+    ("mcc", mcc::build),
 ];
 
 pub fn names() -> Vec<&'static str> {

@@ -7,7 +7,10 @@
 //! (`LossRecovery::receiver`); `scheme.receiver` overrides it.
 
 mod ack;
+mod cnp;
 mod gbn;
+
+pub use cnp::wrap as with_cnp;
 
 use crate::config::Params;
 use crate::error::SimResult;

@@ -176,6 +176,9 @@ impl Simulation {
             now: self.now,
         };
         let Reply::Ack { seq, flags } = self.receiver.on_data(&arrival) else {
+            if self.int_on {
+                self.int_take(&p);
+            }
             self.live_packets -= 1;
             return;
         };

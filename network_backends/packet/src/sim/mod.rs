@@ -34,6 +34,7 @@ mod driven;
 mod event_loop;
 mod failures;
 mod host;
+mod int;
 mod packet;
 mod ports;
 #[cfg(test)]
@@ -176,6 +177,10 @@ pub struct Simulation {
     qdisc_floor: u64,
     /// Requests the CC scheme made during its last call (applied by `apply_cc_timers`).
     cc_timers: CcTimers,
+    /// The CC scheme wants INT records (`CongestionControl::wants_int`): switch ports
+    /// stamp data packets into `int` (see `int`).
+    int_on: bool,
+    int: int::IntTable,
     /// Host NICs decide their next frame lazily (see `host_catch_up`).
     lazy_hosts: bool,
     /// The LB scheme reads queue lengths (switch ports must be caught up for it).

@@ -43,6 +43,11 @@ impl Simulation {
         if !pkt.is_ack() {
             self.data_hops += 1;
             p.data_tx_bytes += wire;
+            if self.int_on && !p.owner_is_host {
+                // (A departing frame has left its port's backlog: `queued` is what waits.)
+                let qlen = p.queued;
+                self.int_stamp(port, &pkt, at, qlen);
+            }
         }
     }
 
@@ -262,6 +267,9 @@ impl Simulation {
     }
 
     fn count_drop(&mut self, p: Packet) {
+        if self.int_on {
+            self.int_take(&p);
+        }
         if p.is_ack() {
             self.acks_dropped += 1;
         } else {

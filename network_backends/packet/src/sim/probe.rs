@@ -16,9 +16,11 @@ pub(crate) struct QueueWatch {
     pub capacity_bytes: f64,
     /// The fabric's frame timing (base RTTs, serialization).
     pub timing: FrameTiming,
+    /// Data packets each flow sent in the window.
+    pub flow_packets: Vec<u64>,
 }
 
-/// Runs `cfg` with every flow starting at 0 and watches the queue towards host `dst`
+/// Runs `cfg` with every flow starting when its spec says and watches the queue towards host `dst`
 /// from `from` to `to`, sampling it every `step`.
 pub(crate) fn watch_downlink(
     cfg: &serde_json::Value,
@@ -29,7 +31,8 @@ pub(crate) fn watch_downlink(
 ) -> QueueWatch {
     let mut sim = Simulation::new(SimConfig::from_json(&cfg.to_string()).unwrap()).unwrap();
     for f in 0..sim.flows.len() as u32 {
-        sim.events.push(Time::ZERO, Event::FlowStart(f));
+        let start = sim.flows[f as usize].spec.start;
+        sim.events.push(start, Event::FlowStart(f));
     }
     let port = sim.topo.host_down_port[dst as usize] as usize;
     let timing = FrameTiming::new(&sim.fabric);
@@ -38,6 +41,7 @@ pub(crate) fn watch_downlink(
         sim.catch_up(port, t);
     };
     at(&mut sim, from);
+    let sent0: Vec<u64> = sim.hot.iter().map(|h| h.sent).collect();
     let (area0, tx0) = (
         sim.queue_area_until(port, from),
         sim.ports[port].data_tx_bytes,
@@ -60,5 +64,11 @@ pub(crate) fn watch_downlink(
         data_bytes: sim.ports[port].data_tx_bytes - tx0,
         capacity_bytes: span / slot * wire,
         timing,
+        flow_packets: sim
+            .hot
+            .iter()
+            .zip(&sent0)
+            .map(|(h, s0)| h.sent - s0)
+            .collect(),
     }
 }

@@ -9,6 +9,9 @@ impl Simulation {
         self.live_packets -= 1;
         let f = p.flow();
         if self.draining || self.hot[f as usize].done {
+            if self.int_on {
+                self.int_take(&p);
+            }
             return;
         }
         let mut fb = Feedback {
@@ -30,7 +33,11 @@ impl Simulation {
         // The reply may open the window or make a packet due, unless the scheme knows better.
         self.set_blocked(f, self.loss.nothing_due(f));
         self.lb.on_feedback(&fb);
-        self.cc.on_feedback(&fb, &mut self.cc_timers);
+        if self.int_on {
+            self.cc_feedback_int(&mut fb, &p);
+        } else {
+            self.cc.on_feedback(&fb, &mut self.cc_timers);
+        }
         if !self.cc_timers.is_empty() {
             self.apply_cc_timers();
         }
@@ -42,6 +49,25 @@ impl Simulation {
             self.finish_flow(f);
         }
         self.host_send_at(h, port, self.now);
+    }
+
+    /// The CC's feedback with the INT records the reply's data packet collected (kept out
+    /// of `on_reply`, so schemes without INT do not carry them).
+    #[cold]
+    #[inline(never)]
+    fn cc_feedback_int(&mut self, fb: &mut Feedback, p: &Packet) {
+        let stack = self.int_take(p);
+        let hops = stack.hops();
+        fb.int = IntSummary {
+            max_queue_bytes: hops
+                .iter()
+                .map(|h| h.qlen)
+                .max()
+                .unwrap_or(0)
+                .min(u32::MAX as u64) as u32,
+            hops: hops.len() as u8,
+        };
+        self.cc.on_feedback_int(fb, hops, &mut self.cc_timers);
     }
 
     /// Arms and cancels the CC timers requested during the scheme's last call.

@@ -135,13 +135,16 @@ impl Simulation {
             },
             &scheme.loss_params,
         )?;
-        let receiver = receiver::build(
+        let mut receiver = receiver::build(
             scheme.receiver.as_deref().unwrap_or(loss.receiver()),
             &ReceiverInit {
                 n_flows: specs.len(),
             },
             &scheme.receiver_params,
         )?;
+        if let Some(interval) = cc.cnp_interval() {
+            receiver = receiver::with_cnp(receiver, interval, specs.len());
+        }
         let qdisc = qdisc::build(
             &scheme.qdisc,
             &QdiscInit {
@@ -267,6 +270,8 @@ impl Simulation {
             qdisc,
             receiver,
             cc_timers: CcTimers::default(),
+            int_on: cc.wants_int(),
+            int: Default::default(),
             lazy_hosts,
             lb_reads_queues: lb.reads_queues(),
             prefetch: n_ports >= PREFETCH_MIN_PORTS,
