@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..astra_configs.formats import AstraNetwork, check_network, check_system
 from ..collectives.iteration import BACKENDS, backend_spec
 from ..errors import ConfigError
@@ -40,16 +39,16 @@ RESULT_MODULES = ("traces/synthesis.py", "traces/models.py", "traces/chakra_io.p
 def code_version() -> str:
     """The package version plus a hash of the engine binary and of the Python modules that
     compute results: a rebuilt engine or an edited system layer makes every point new."""
+    from importlib.metadata import version
+
     from .. import _core
 
     h = hashlib.sha256(Path(_core.__file__).read_bytes())
-    root = resources.files("tracefabric")
     for rel in RESULT_MODULES:
         package, _, name = rel.rpartition("/")
         mod = resources.files(f"tracefabric.{package.replace('/', '.')}") / name
         h.update(rel.encode() + mod.read_bytes())
-    del root
-    return f"{__version__}+{h.hexdigest()[:12]}"
+    return f"{version('tracefabric')}+{h.hexdigest()[:12]}"
 
 
 def key_of(resolved: dict[str, Any]) -> str:
@@ -169,6 +168,10 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
     sys_cfg = check_system(dict(system), f"system {system_label}")
     network["seed"] = seed
     net = check_network(network, f"fabric {fabric_label}")
+    if not isinstance(net, AstraNetwork):
+        hosts = _hosts({"topology": network["topology"]})
+        if plan.world > hosts:  # the world axis is what is wrong here, not the fabric's file
+            raise ConfigError(f"world {plan.world}: fabric `{fabric_label}` has {hosts} hosts (expected world <= hosts)", "world")
     engine_spec, _ = backend_spec(backend, net, plan.world, scheme)  # names, fabric, ranks vs hosts
     del sys_cfg
     labels.update(model=model.name, world=plan.world, parallel=plan.parallel, gpus_per_server=plan.gpus_per_server,
