@@ -65,14 +65,20 @@ def workload_key(workload: dict[str, Any]) -> str:
 
 
 def scheme_label(point: dict[str, Any]) -> str:
-    """How a table names the scheme: the preset, `lb/cc/loss`, or the preset with overrides."""
+    """How a table names the scheme: the preset, or `lb/cc/loss`, with any override or
+    parameter in brackets: `mswift_sack[lb=ofan]`, `paralet/ideal/erasure[lb.m=4]`."""
     preset = point.get("scheme")
-    over = {k: point[k] for k in ("lb", "cc", "loss") if point.get(k) is not None}
-    if preset is None and not over:
-        return "none" if point["backend"] != "packet" else "ecmp"
+    names = {k: point[k] for k in ("lb", "cc", "loss") if point.get(k) is not None}
+    if preset is None and not names and point["backend"] != "packet":
+        return "none"
     if preset is None:
-        return "/".join(str(point.get(k) or d) for k, d in (("lb", "ecmp"), ("cc", "ideal"), ("loss", "erasure")))
-    return preset if not over else f"{preset}[{','.join(f'{k}={v}' for k, v in over.items())}]"
+        base, extras = "/".join(str(names.get(k, d)) for k, d in (("lb", "ecmp"), ("cc", "ideal"), ("loss", "erasure"))), []
+    else:
+        base, extras = preset, [f"{k}={v}" for k, v in names.items()]
+    for family in ("lb", "cc", "loss"):
+        for k, v in sorted((point.get(f"{family}_params") or {}).items()):
+            extras.append(f"{family}.{k}={v}")
+    return base if not extras else f"{base}[{','.join(extras)}]"
 
 
 def _split_scheme(value: Any) -> dict[str, Any]:
@@ -141,6 +147,7 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
         raise ConfigError(f"seed {seed!r}: expected an integer >= 0", "seed")
     labels = {"model": None, "world": None, "parallel": None, "gpus_per_server": None, "precision": None,
               "traffic": None, "fabric": fabric_label, "system": system_label, "scheme": scheme_label({**point, **scheme}),
+              "lb": None, "cc": None, "loss": None,
               "failures": None if point["failures"] is None else json.dumps(point["failures"], sort_keys=True),
               "backend": backend, "seed": seed}
     out: dict[str, Any] = {"labels": labels, "backend": backend, "seed": seed}
@@ -159,6 +166,7 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
         out.update(kind="traffic", traffic=point["traffic"], network=network, scheme=scheme,
                    engine=cfg, system=None)
         labels["world"] = _hosts(cfg)
+        labels.update({k: cfg["scheme"][k] for k in ("lb", "cc", "loss")})
         return out
     if point["model"] is None:
         raise ConfigError("no `model` (and no `traffic`): every point needs one; set it in defaults or axes", "model")
@@ -176,6 +184,8 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
     del sys_cfg
     labels.update(model=model.name, world=plan.world, parallel=plan.parallel, gpus_per_server=plan.gpus_per_server,
                   precision=plan.precision)
+    engine_scheme = engine_spec.get("config", {}).get("scheme")
+    labels.update({k: engine_scheme[k] if engine_scheme else None for k in ("lb", "cc", "loss")})
     workload = {"model": dataclasses.asdict(model), "plan": dataclasses.asdict(plan)}
     out.update(kind="iteration", workload=workload, system=system, network=network, scheme=scheme,
                engine=engine_spec.get("config", {"dims": engine_spec.get("dims")}) if not isinstance(net, AstraNetwork)

@@ -48,6 +48,19 @@ def ensure_workload(workload: dict[str, Any], key: str, cache: str | Path) -> tu
     return final / TRACE_PREFIX, time.perf_counter() - t0
 
 
+_READ: dict[str, Any] = {}
+
+
+def _read_cached(prefix: str) -> Any:
+    """A worker reads each workload's ETs once and reuses them for its later points (the
+    system layer only reads the Workload); at most 4 kept, oldest dropped first."""
+    if prefix not in _READ:
+        if len(_READ) >= 4:
+            _READ.pop(next(iter(_READ)))
+        _READ[prefix] = read_workload(prefix)
+    return _READ[prefix]
+
+
 # Bytes each member's NIC must send for a collective of `comm_size` bytes on n ranks, any
 # algorithm (comm_size as ASTRA-sim reads it: an all-gather's is the rank's shard).
 NIC_BYTES = {
@@ -97,7 +110,7 @@ def run_point(point: dict[str, Any], trace_cache: str) -> dict[str, Any]:
         if point["kind"] == "iteration":
             prefix, synth_s = ensure_workload(point["workload"], point["workload_key"], trace_cache)
             t_read = time.perf_counter()
-            w = read_workload(prefix)
+            w = _read_cached(str(prefix))
             read_s = time.perf_counter() - t_read
             t_sim = time.perf_counter()
             r = simulate_iteration(w, point["system"], point["network"], backend=point["backend"], **point["scheme"])
