@@ -223,3 +223,48 @@ def test_bare_ray_option_means_a_local_cluster():
     assert ray_argv(["study", "s.yaml", "--ray"]) == ["study", "s.yaml", "--ray", "local"]
     assert ray_argv(["study", "--ray", "s.yaml"]) == ["study", "--ray", "local", "s.yaml"]
     assert ray_argv(["study", "s.yaml", "--ray", "10.0.0.1:6379"]) == ["study", "s.yaml", "--ray", "10.0.0.1:6379"]
+
+
+def test_every_example_spec_resolves_before_running(tmp_path):
+    from tracefabric.studies.resolve import resolve
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    sizes = {p.name: len(resolve(load_spec(p))) for p in sorted(examples.glob("*.yaml"))}
+    # 3 models x 7 schemes x 2 seeds; 3 Llamas x 5 LBs; 3 EP degrees x 2 skews x 5 schemes.
+    assert sizes == {"schemes_by_model_size.yaml": 42, "ofan_fsdp.yaml": 15, "moe_all_to_all.yaml": 30}
+
+
+def test_replicate_quick_runs_every_figure_and_prints_paper_vs_ours(tmp_path, monkeypatch):
+    from tracefabric.network_backends.packet import simulate
+    from tracefabric.studies.replicate import FIGURES
+    from tracefabric.tools import cli
+
+    monkeypatch.setattr(cli.console, "width", 250)
+    res = CliRunner().invoke(app, ["replicate", "all", "--scale", "quick", "--jobs", "2", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    for fig in FIGURES.values():
+        assert fig.paper in res.output, fig.name
+        if fig.waits_for is not None:
+            assert f"{fig.name}: waits for {fig.waits_for}" in res.output
+            assert not (tmp_path / f"{fig.name}-quick").exists()  # nothing run for it
+        else:
+            assert (tmp_path / f"{fig.name}-quick" / "points").is_dir(), fig.name
+    assert sum(f.waits_for is None for f in FIGURES.values()) >= 7
+    # Fig. 1's stored OFAN permutation equals a packet run of its own, and its CCT is the
+    # last flow's completion.
+    fig1 = StudyResults(tmp_path / "ofan-fig1-quick")
+    row = fig1.runs.set_index(["traffic", "scheme"]).loc[("permutation:size=1MiB", "ofan")]
+    alone = simulate("fat-tree:k=8", "permutation:size=1MiB", scheme="ofan", seed=1)
+    assert row["cct_us"] == alone.cct_us and row["cct_increase"] == pytest.approx(alone.cct_increase, rel=1e-12)
+    flows = fig1.table("flows")
+    assert flows[flows["point"] == row["point"]]["fct_us"].max() == pytest.approx(row["cct_us"], rel=1e-12)
+    # ParaLet: the printed model is eq. 1 with N = 128 hosts.
+    assert "eq. 1: 2.209" in res.output and "eq. 1: 1.604" in res.output
+    # Plots of a traffic study: the bars' CSV is the store's mean per traffic and scheme.
+    plot_study(fig1, tmp_path / "fig1-plots")
+    bars = pd.read_csv(tmp_path / "fig1-plots" / "cct_by_scheme.csv")
+    runs = fig1.runs
+    for b in bars.itertuples():
+        g = runs[(runs["traffic"] == b.traffic) & (runs["scheme"] == b.scheme)]
+        assert b.cct_increase_pct == pytest.approx(100 * g["cct_increase"].mean(), rel=1e-12)
+    assert {"fct_cdf.csv", "stages.csv"} <= {p.name for p in (tmp_path / "fig1-plots").iterdir()}
