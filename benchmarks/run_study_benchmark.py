@@ -53,7 +53,7 @@ def main() -> None:
         print(f"| {row.model} | {row.scheme} | {row.sim_s:.2f} | {row.read_s:.3f} | {row.store_s:.3f} | {other:.3f} | "
               f"{100 * overhead:.2f} % |")
     sim, over = timing["sim_s"].sum(), (timing["read_s"] + timing["store_s"]).sum() + len(timing) * (resolve_s + executor_s)
-    print(f"\nresolution {1e3 * resolve_s:.1f} ms/point; synthesis {timing['synth_s'].sum():.2f} s for {run.synthesized} "
+    print(f"\nresolution {1e3 * resolve_s:.1f} ms/point; synthesis {run.synth_s + timing['synth_s'].sum():.2f} s for {run.synthesized} "
           f"workload(s) (once each, not per scheme); total overhead {100 * over / sim:.2f} % of {sim:.1f} s simulated; "
           f"worst point {100 * worst:.2f} %")
 

@@ -13,13 +13,14 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import ConfigError, MissingDependencyError
 from .resolve import resolve, workload_keys
-from .run_point import ensure_workload, run_point
+from .run_point import ensure_workload, error_result, run_point
 from .spec import StudySpec, load_spec
 from .store import Store
 
@@ -39,6 +40,7 @@ class StudyRun:
     skipped: int = 0
     failed: list[str] = field(default_factory=list)
     synthesized: int = 0
+    synth_s: float = 0.0
     wall_s: float = 0.0
 
     @property
@@ -87,14 +89,20 @@ def run_study(spec: StudySpec | str | Path, out: str | Path | None = None, *, jo
     executor = _RayExecutor(jobs, ray_address) if ray else _LocalExecutor(jobs)
     with executor:
         # Phase 1: each distinct workload synthesized once, into the shared trace cache.
-        for key, _ in executor.map_unordered(ensure_workload, [(w, k, str(store.traces_dir)) for k, w in missing.items()],
+        for key, made in executor.map_unordered(ensure_workload, [(w, k, str(store.traces_dir)) for k, w in missing.items()],
                                              list(missing)):
+            if isinstance(made, BaseException):  # its points will try again, and record why they fail
+                emit("synthesized", key, {"error": str(made)})
+                continue
             run.synthesized += 1
-            emit("synthesized", key, {})
+            run.synth_s += made[1]
+            emit("synthesized", key, {"seconds": made[1]})
         # Phase 2: the points; each one's rows stored the moment it finishes.
         by_key = {p["key"]: p for p in todo}
         for key, result in executor.map_unordered(run_point, [(p, str(store.traces_dir)) for p in todo], list(by_key),
                                                   on_start=lambda k: emit("started", k, {})):
+            if isinstance(result, BaseException):  # its worker died: recorded, the rest go on
+                result = error_result(by_key[key], result)
             store.write_point(key, result["tables"], result["timing"])
             status = str(result["tables"]["runs"]["status"].iloc[0])
             run.ran += 1
@@ -115,10 +123,10 @@ class _LocalExecutor:
 
     def __enter__(self) -> "_LocalExecutor":
         if self.jobs > 1:
-            ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+            self.ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
             if os.name == "posix":  # workers fork from a server that already holds this package
-                ctx.set_forkserver_preload(["tracefabric.studies.run_point"])
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=ctx)
+                self.ctx.set_forkserver_preload(["tracefabric.studies.run_point"])
+            self.pool = ProcessPoolExecutor(self.jobs, mp_context=self.ctx)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -131,8 +139,13 @@ class _LocalExecutor:
             for key, a in zip(keys, args):
                 if on_start:
                     on_start(key)
-                yield key, fn(*a)
+                try:
+                    value = fn(*a)
+                except Exception as e:  # recorded as the point's error by the caller
+                    value = e
+                yield key, value
             return
+        self._args = dict(zip(keys, args))
         pending = list(zip(keys, args))[::-1]
         running: dict[Future, str] = {}
         while pending or running:
@@ -142,8 +155,21 @@ class _LocalExecutor:
                 if on_start:
                     on_start(key)
             done, _ = wait(running, return_when=FIRST_COMPLETED)
+            broken = False
             for f in done:
-                yield running.pop(f), f.result()
+                key = running.pop(f)
+                try:
+                    value = f.result()
+                except BrokenProcessPool as e:  # a worker died (signal, out of memory): every task in flight is lost
+                    broken, value = True, e
+                except Exception as e:
+                    value = e
+                yield key, value
+            if broken:  # a fresh pool; the other lost tasks run again
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = ProcessPoolExecutor(self.jobs, mp_context=self.ctx)
+                pending += [(k, self._args[k]) for k in running.values()]
+                running.clear()
 
 
 class _RayExecutor:
@@ -185,4 +211,9 @@ class _RayExecutor:
                     on_start(key)
             done, _ = self.ray.wait(list(running), num_returns=1)
             for ref in done:
-                yield running.pop(ref), self.ray.get(ref)
+                key = running.pop(ref)
+                try:
+                    value = self.ray.get(ref)
+                except self.ray.exceptions.RayError as e:  # the task's worker or node died
+                    value = e
+                yield key, value

@@ -102,8 +102,7 @@ def run_point(point: dict[str, Any], trace_cache: str) -> dict[str, Any]:
     """The point's tables (DataFrames) and timings. A failing run gives a `runs` row with
     status `error` and the message: it never raises for the study's other points to see."""
     t0 = time.perf_counter()
-    base = {"point": point["key"], "status": "ok", "error": "", "kind": point["kind"], **point["labels"]}
-    base.update({c: np.nan for c in RUN_COLUMNS})
+    base = _base_row(point)
     tables: dict[str, pd.DataFrame] = {}
     synth_s = 0.0
     try:
@@ -157,6 +156,19 @@ def run_point(point: dict[str, Any], trace_cache: str) -> dict[str, Any]:
     tables["runs"] = pd.DataFrame([base])
     return {"tables": tables, "timing": {"point": point["key"], "synth_s": synth_s, "read_s": read_s, "sim_s": sim_s,
                                          "total_s": time.perf_counter() - t0}}
+
+
+def _base_row(point: dict[str, Any]) -> dict[str, Any]:
+    row = {"point": point["key"], "status": "ok", "error": "", "kind": point["kind"], **point["labels"]}
+    row.update({c: np.nan for c in RUN_COLUMNS})
+    return row
+
+
+def error_result(point: dict[str, Any], error: BaseException) -> dict[str, Any]:
+    """The rows of a point whose worker died (killed for memory, a crash): its error only."""
+    row = {**_base_row(point), "status": "error", "error": f"{type(error).__name__}: {error}", "digest": ""}
+    return {"tables": {"runs": pd.DataFrame([row])},
+            "timing": {"point": point["key"], "synth_s": 0.0, "read_s": 0.0, "sim_s": 0.0, "total_s": 0.0}}
 
 
 def _params(workload: dict[str, Any]) -> float:

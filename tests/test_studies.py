@@ -268,3 +268,21 @@ def test_replicate_quick_runs_every_figure_and_prints_paper_vs_ours(tmp_path, mo
         g = runs[(runs["traffic"] == b.traffic) & (runs["scheme"] == b.scheme)]
         assert b.cct_increase_pct == pytest.approx(100 * g["cct_increase"].mean(), rel=1e-12)
     assert {"fct_cdf.csv", "stages.csv"} <= {p.name for p in (tmp_path / "fig1-plots").iterdir()}
+
+
+def _exit_on_two(x: int) -> int:
+    if x == 2:
+        os._exit(3)  # the worker dies as if killed for memory
+    return 10 * x
+
+
+def test_a_dying_worker_fails_its_point_and_a_fresh_pool_runs_the_rest():
+    from concurrent.futures.process import BrokenProcessPool
+
+    from tracefabric.studies.execute import _LocalExecutor
+
+    with _LocalExecutor(2) as ex:
+        out = dict(ex.map_unordered(_exit_on_two, [(1,), (2,), (3,), (4,)], ["a", "b", "c", "d"]))
+    assert isinstance(out["b"], BrokenProcessPool)
+    assert out["a"] == 10 or isinstance(out["a"], BrokenProcessPool)  # in flight beside it, or done before
+    assert (out["c"], out["d"]) == (30, 40)

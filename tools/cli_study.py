@@ -55,7 +55,10 @@ class StudyProgress:
         if kind == "planned":
             self.task = self.bar.add_task("points", total=info["total"], completed=info["done"], running=0)
         elif kind == "synthesized":
-            self.bar.console.print(f"synthesized workload {key}")
+            if "error" in info:
+                self.bar.console.print(f"[red]workload {key} not synthesized: {info['error']}[/red]")
+            else:
+                self.bar.console.print(f"synthesized workload {key} ({info['seconds']:.1f} s, shared by its points)")
         elif kind == "started":
             self.running += 1
         elif kind == "finished":
