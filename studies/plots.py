@@ -35,9 +35,13 @@ def scheme_colours(schemes: list[str]) -> dict[str, Any]:
     return out
 
 
+# A scheme's LB, CC and loss recovery follow from its name: they never split a figure.
+DERIVED = ("lb", "cc", "loss")
+
+
 def _panels(runs: pd.DataFrame, exclude: tuple[str, ...]) -> tuple[list[str], list[tuple]]:
     """Axes other than `exclude` and seed that vary: one panel per combination of them."""
-    cols = [c for c in varying(runs, ("seed", *exclude))]
+    cols = [c for c in varying(runs, ("seed", *exclude, *DERIVED))]
     combos = list(dict.fromkeys(map(tuple, runs[cols].astype(str).to_numpy()))) if cols else [()]
     return cols, combos
 
@@ -107,7 +111,7 @@ def plot_headline(runs: pd.DataFrame, out: Path) -> list[Path]:
 
 def exposed_data(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs["status"] == "ok"]
-    keys = [c for c in varying(ok) if c != "scheme"] + ["scheme"]
+    keys = [c for c in varying(ok, ("seed", "scheme", *DERIVED))] + ["scheme"]
     g = ok.groupby(keys, sort=False)
     out = g.agg(compute_ms=("compute_us", "mean"), exposed_comm_ms=("exposed_comm_us", "mean"),
                 iteration_ms=("iteration_us", "mean"), seeds=("seed", "count")).reset_index()
@@ -186,7 +190,7 @@ def plot_cdf(runs: pd.DataFrame, table: pd.DataFrame, column: str, scale: float,
 
 def traffic_data(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs["status"] == "ok"]
-    keys = [c for c in varying(ok) if c != "scheme"] + ["scheme"]
+    keys = [c for c in varying(ok, ("seed", "scheme", *DERIVED))] + ["scheme"]
     rows = []
     for values, g in ok.groupby(keys, sort=False):
         rows.append({**dict(zip(keys, values if isinstance(values, tuple) else (values,))), "seeds": len(g),
