@@ -61,7 +61,7 @@ def plan_study(spec: StudySpec | str | Path, out: str | Path | None = None) -> t
         if p["kind"] == "iteration":
             p["labels"]["system_file"] = store.write_config("system", p["system"])
             p["labels"]["network_file"] = store.write_config("fabric", p["network"])
-            p["labels"]["workload"] = f"traces/{p['workload_key']}/trace"
+            p["labels"]["workload"] = p["workload"].get("trace") or f"traces/{p['workload_key']}/trace"
     if Path(spec.path).is_file():
         (store.root / "spec.yaml").write_text(Path(spec.path).read_text())
     store.write_plan([p["key"] for p in points])
@@ -85,7 +85,8 @@ def run_study(spec: StudySpec | str | Path, out: str | Path | None = None, *, jo
     emit = on_event or (lambda *a: None)
     emit("planned", "", {"total": len(points), "done": run.skipped, "todo": len(todo)})
     workloads = {p["workload_key"]: p["workload"] for p in todo if p["kind"] == "iteration"}
-    missing = {k: w for k, w in workloads.items() if not (store.traces_dir / k / "summary.json").exists()}
+    missing = {k: w for k, w in workloads.items()
+               if "trace" not in w and not (store.traces_dir / k / "summary.json").exists()}
     executor = _RayExecutor(jobs, ray_address) if ray else _LocalExecutor(jobs)
     with executor:
         # Phase 1: each distinct workload synthesized once, into the shared trace cache.

@@ -93,15 +93,22 @@ def plot_headline(runs: pd.DataFrame, out: Path) -> list[Path]:
     data = headline_data(runs)
     cols, combos = _panels(runs[runs["status"] == "ok"], ("model", "scheme"))
     colours = scheme_colours(list(dict.fromkeys(runs["scheme"])))
+    # Captured traces have no parameter count: their models stand side by side instead.
+    sized = data["params_b"].notna().all()
+    order = {m: i for i, m in enumerate(dict.fromkeys(data["model"]))}
     plt, fig, axes = _figure(len(combos))
     for ax, combo in zip(axes, combos):
         d = _pick(data, cols, combo)
         for scheme in dict.fromkeys(runs["scheme"]):
             s = d[d["scheme"] == scheme]
             if len(s):
-                ax.errorbar(s["params_b"], s["iteration_ms"], yerr=s["iteration_ms_ci95"].fillna(0), marker="o", capsize=3,
+                ax.errorbar(s["params_b"] if sized else s["model"].map(order), s["iteration_ms"], yerr=s["iteration_ms_ci95"].fillna(0), marker="o", capsize=3,
                             label=scheme, color=colours[scheme])
-        ax.set_xlabel("model size (billion parameters)")
+        if sized:
+            ax.set_xlabel("model size (billion parameters)")
+        else:
+            ax.set_xticks(list(order.values()), list(order))
+            ax.set_xlabel("model (captured trace)")
         ax.set_ylabel("iteration time (ms)")
         ax.set_title(_title(cols, combo) or "iteration time by model size", fontsize=9)
         ax.grid(alpha=0.3)

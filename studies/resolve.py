@@ -113,6 +113,22 @@ def _model_ref(model: Any, spec_dir: Path) -> Any:
     return model
 
 
+@lru_cache(maxsize=64)
+def _captured(path: str) -> tuple[int, str, str]:
+    """(ranks, name, content hash) of a captured trace: its ETs and comm groups, read and
+    checked once (the hash makes an edited trace a new workload)."""
+    from ..collectives.workload import read_workload
+
+    w = read_workload(path)
+    h = hashlib.sha256()
+    files = [t.path for t in w.traces]
+    groups = Path(files[0]).parent / "comm_groups.json"
+    for f in files + ([groups] if groups.exists() else []):
+        h.update(Path(f).name.encode() + Path(f).read_bytes())
+    name = Path(path).name if Path(path).is_dir() else Path(path).name.split(".")[0]
+    return w.ranks, name, h.hexdigest()[:16]
+
+
 def _axis_of(field: str, point: dict[str, Any]) -> str:
     """Which of the point's keys an error's field belongs to."""
     if field in ("preset", "lb", "cc", "loss", "lb_params", "cc_params", "loss_params") or field.startswith(("lb.", "cc.")):
@@ -168,8 +184,10 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
         labels["world"] = _hosts(cfg)
         labels.update({k: cfg["scheme"][k] for k in ("lb", "cc", "loss")})
         return out
+    if point["trace"] is not None:
+        return _resolve_captured(point, spec_dir, out, labels, system, system_label, network, fabric_label, scheme)
     if point["model"] is None:
-        raise ConfigError("no `model` (and no `traffic`): every point needs one; set it in defaults or axes", "model")
+        raise ConfigError("no `model` (and no `trace` or `traffic`): every point needs one; set it in defaults or axes", "model")
     model = get_model(_model_ref(point["model"], spec_dir))
     plan = Plan(**{k: point[k] for k in PLAN_KEYS}, seed=point["trace_seed"])
     plan.check_model(model)
@@ -190,6 +208,29 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
     out.update(kind="iteration", workload=workload, system=system, network=network, scheme=scheme,
                engine=engine_spec.get("config", {"dims": engine_spec.get("dims")}) if not isinstance(net, AstraNetwork)
                else {"dims": engine_spec["dims"]})
+    return out
+
+
+def _resolve_captured(point: dict[str, Any], spec_dir: Path, out: dict[str, Any], labels: dict[str, Any],
+                      system: dict[str, Any], system_label: str, network: dict[str, Any], fabric_label: str,
+                      scheme: dict[str, Any]) -> dict[str, Any]:
+    """A point that runs a captured trace as it is (no synthesis; plan keys do not apply)."""
+    if point["model"] is not None:
+        raise ConfigError(f"trace {point['trace']!r} and model {point['model']!r}: a point runs a captured trace or a "
+                          "synthesized model, give one", "trace")
+    p = Path(point["trace"])
+    path = str(p if p.is_absolute() else spec_dir / p)
+    ranks, name, digest = _captured(path)
+    check_system(dict(system), f"system {system_label}")
+    network["seed"] = point["seed"]
+    net = check_network(network, f"fabric {fabric_label}")
+    if not isinstance(net, AstraNetwork) and ranks > _hosts({"topology": network["topology"]}):
+        raise ConfigError(f"trace {point['trace']!r} has {ranks} ranks: fabric `{fabric_label}` has fewer hosts", "trace")
+    engine_spec, _ = backend_spec(point["backend"], net, ranks, scheme)
+    engine_scheme = engine_spec.get("config", {}).get("scheme")
+    labels.update(model=name, world=ranks, **{k: engine_scheme[k] if engine_scheme else None for k in ("lb", "cc", "loss")})
+    out.update(kind="iteration", workload={"trace": path, "digest": digest}, system=system, network=network,
+               scheme=scheme, engine=engine_spec.get("config", {"dims": engine_spec.get("dims")}))
     return out
 
 

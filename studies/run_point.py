@@ -31,6 +31,8 @@ def ensure_workload(workload: dict[str, Any], key: str, cache: str | Path) -> tu
     """The ET prefix of a workload in the cache, synthesized once: written into a private
     temporary folder and renamed into place, so a reader never sees half a trace and two
     writers racing leave one copy. Returns (prefix, seconds spent synthesizing; 0 if cached)."""
+    if "trace" in workload:  # a captured trace: read where it is
+        return Path(workload["trace"]), 0.0
     final = Path(cache) / key
     if (final / "summary.json").exists():
         return final / TRACE_PREFIX, 0.0
@@ -172,4 +174,5 @@ def error_result(point: dict[str, Any], error: BaseException) -> dict[str, Any]:
 
 
 def _params(workload: dict[str, Any]) -> float:
-    return float(ModelSpec(**workload["model"]).total_params())
+    """The model's parameters (NaN for a captured trace: its model is not described)."""
+    return float(ModelSpec(**workload["model"]).total_params()) if "model" in workload else np.nan

@@ -24,8 +24,9 @@ from ..errors import ConfigError
 from ..jsonio import not_a_file
 
 # The keys a point has, with the built-in defaults. Workload keys shape the synthesized
-# trace; `traffic` replaces the trace by a packet-level traffic matrix (a network-only run).
-WORKLOAD_KEYS = {"model": None, "world": 16, "parallel": "fsdp", "gpus_per_server": 1, "precision": "bf16", "gpu": "h100",
+# trace; `trace` runs a captured one instead (an ET folder or prefix); `traffic` replaces
+# the trace by a packet-level traffic matrix (a network-only run).
+WORKLOAD_KEYS = {"model": None, "trace": None, "world": 16, "parallel": "fsdp", "gpus_per_server": 1, "precision": "bf16", "gpu": "h100",
                  "seq": 1024, "micro_batch": 1, "tp": 1, "ep": 1, "pp": 1, "microbatches": 1, "imbalance": 0.0,
                  "trace_seed": 1}
 RUN_KEYS = {"traffic": None, "fabric": None, "failures": None, "system": "default", "backend": "packet",

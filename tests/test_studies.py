@@ -286,3 +286,22 @@ def test_a_dying_worker_fails_its_point_and_a_fresh_pool_runs_the_rest():
     assert isinstance(out["b"], BrokenProcessPool)
     assert out["a"] == 10 or isinstance(out["a"], BrokenProcessPool)  # in flight beside it, or done before
     assert (out["c"], out["d"]) == (30, 40)
+
+
+def test_a_captured_trace_runs_as_its_synthesized_twin(tmp_path):
+    """`trace: FOLDER` runs ETs as they are: the same ETs as a `model` point synthesizes give
+    the same iteration to the picosecond."""
+    from tracefabric.traces.models import get_model
+    from tracefabric.traces.synthesis import Plan, synthesize, write
+
+    write(synthesize(get_model("tiny-llama"), Plan("fsdp", world=8, gpus_per_server=1, seq=256)), tmp_path / "cap", prefix="cap")
+    spec = {"defaults": {**SPEC["defaults"], "scheme": "reps"},
+            "axes": {"model": ["tiny-llama"]}}
+    twin = {"defaults": {**SPEC["defaults"], "scheme": "reps", "trace": "cap"}, "axes": {"seed": [1]}}
+    run_study(write_spec(tmp_path, spec, "synth.yaml"), tmp_path / "a", jobs=1)
+    run = run_study(write_spec(tmp_path, twin, "captured.yaml"), tmp_path / "b", jobs=1)
+    assert run.synthesized == 0 and not run.failed
+    a, b = StudyResults(tmp_path / "a").runs.iloc[0], StudyResults(tmp_path / "b").runs.iloc[0]
+    assert (b["model"], b["world"]) == ("cap", 8)
+    assert b["iteration_us"] == a["iteration_us"] and b["digest"] == a["digest"]
+    assert StudyResults(tmp_path / "b").ranks["wall_ns"].tolist() == StudyResults(tmp_path / "a").ranks["wall_ns"].tolist()
