@@ -54,7 +54,7 @@ def plan_study(spec: StudySpec | str | Path, out: str | Path | None = None) -> t
     """Resolve every point (all checks, no run) and prepare the store and config files."""
     spec = spec if isinstance(spec, StudySpec) else load_spec(spec)
     points = resolve(spec)
-    store = Store(out if out is not None else Path("runs") / spec.name).create()
+    store = Store(out if out is not None else Path("runs") / spec.name).create().lock()
     store.clean_tmp()
     workload_keys(points)
     for p in points:
@@ -75,10 +75,17 @@ def run_study(spec: StudySpec | str | Path, out: str | Path | None = None, *, jo
     the local Ray cluster (default: every core). `ray`: run each point as a Ray task, on the
     cluster at `ray_address` or a local one started here."""
     t0 = time.perf_counter()
-    spec, points, store = plan_study(spec, out)
-    jobs = jobs or os.cpu_count() or 1
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise ConfigError(f"jobs = {jobs}: expected at least 1", "jobs")
+    spec, points, store = plan_study(spec, out)
+    try:
+        return _run(spec, points, store, t0, jobs or os.cpu_count() or 1, ray, ray_address, retry_failed, on_event)
+    finally:
+        store.unlock()
+
+
+def _run(spec: StudySpec, points: list[dict[str, Any]], store: Store, t0: float, jobs: int, ray: bool,
+         ray_address: str | None, retry_failed: bool, on_event: Events | None) -> StudyRun:
     stored = store.statuses()
     todo = [p for p in points if p["key"] not in stored or (retry_failed and stored[p["key"]] != "ok")]
     run = StudyRun(store, spec, points, skipped=len(points) - len(todo))

@@ -87,6 +87,28 @@ class Store:
             os.replace(tmp, path)
         return f"configs/{name}"
 
+    def lock(self) -> "Store":
+        """Hold the study folder for this process (until it exits): a second `study` on the
+        same folder is refused, so neither cleans up the other's temporary files."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: unguarded
+            return self
+        self._lock_file = open(self.root / ".lock", "a+")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_file.close()
+            raise ConfigError(f"{self.root}: another `tracefabric study` is running on this folder; wait for it or "
+                              "give --out another folder", "out") from None
+        return self
+
+    def unlock(self) -> None:
+        f = getattr(self, "_lock_file", None)
+        if f is not None:
+            f.close()  # closing releases the lock
+            self._lock_file = None
+
     def clean_tmp(self) -> None:
         """Leftovers of a killed run (never renamed, so never part of the results)."""
         tmp = self.root / ".tmp"

@@ -305,3 +305,14 @@ def test_a_captured_trace_runs_as_its_synthesized_twin(tmp_path):
     assert (b["model"], b["world"]) == ("cap", 8)
     assert b["iteration_us"] == a["iteration_us"] and b["digest"] == a["digest"]
     assert StudyResults(tmp_path / "b").ranks["wall_ns"].tolist() == StudyResults(tmp_path / "a").ranks["wall_ns"].tolist()
+
+
+def test_a_second_study_on_a_busy_folder_is_refused(tmp_path):
+    from tracefabric.studies.store import Store
+
+    held = Store(tmp_path / "out").create().lock()
+    with pytest.raises(ConfigError) as e:
+        run_study(write_spec(tmp_path, dict(SPEC, axes={"model": ["tiny-llama"]})), tmp_path / "out", jobs=1)
+    assert e.value.field == "out" and "another `tracefabric study`" in str(e.value)
+    held.unlock()
+    assert run_study(tmp_path / "spec.yaml", tmp_path / "out", jobs=1).ran == 1
