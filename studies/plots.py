@@ -76,44 +76,60 @@ def _save(plt: Any, fig: Any, path: Path, data: pd.DataFrame) -> list[Path]:
     return [path, csv]
 
 
-def headline_data(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean iteration time (ms) and its 95 % interval over seeds, per model and scheme (and any
-    other varying axis), models by size."""
+def headline_axis(runs: pd.DataFrame) -> str:
+    """The headline's x axis: the model when it varies (by size), else the first other axis
+    that varies (e.g. `ep`), else the model."""
     ok = runs[runs["status"] == "ok"]
-    panel_cols, _ = _panels(ok, ("model", "scheme"))
-    keys = [*panel_cols, "model", "scheme"]
+    others = varying(ok, ("seed", "scheme", *DERIVED))
+    return "model" if "model" in others or not others else others[0]
+
+
+def headline_data(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean iteration time (ms) and its 95 % interval over seeds, per x value (model, by size)
+    and scheme, and any other varying axis (a panel each)."""
+    ok = runs[runs["status"] == "ok"]
+    x = headline_axis(runs)
+    panel_cols, _ = _panels(ok, (x, "scheme"))
+    keys = [*panel_cols, x, "scheme"] if x == "model" else [*panel_cols, x, "model", "scheme"]
     rows = []
-    for values, g in ok.groupby(keys, sort=False):
+    for values, g in ok.groupby(keys, sort=False, dropna=False):
         rows.append({**dict(zip(keys, values)), "params_b": float(g["params"].iloc[0]) / 1e9, "seeds": len(g),
                      "iteration_ms": float(g["iteration_us"].mean()) / 1e3, "iteration_ms_ci95": ci95(g["iteration_us"]) / 1e3})
-    return pd.DataFrame(rows).sort_values([*panel_cols, "params_b"], kind="stable").reset_index(drop=True)
+    sort = "params_b" if x == "model" else x
+    return pd.DataFrame(rows).sort_values([*panel_cols, sort], kind="stable").reset_index(drop=True)
 
 
 def plot_headline(runs: pd.DataFrame, out: Path) -> list[Path]:
     data = headline_data(runs)
-    cols, combos = _panels(runs[runs["status"] == "ok"], ("model", "scheme"))
+    x = headline_axis(runs)
+    cols, combos = _panels(runs[runs["status"] == "ok"], (x, "scheme"))
     colours = scheme_colours(list(dict.fromkeys(runs["scheme"])))
-    # Captured traces have no parameter count: their models stand side by side instead.
-    sized = data["params_b"].notna().all()
-    order = {m: i for i, m in enumerate(dict.fromkeys(data["model"]))}
+    # Model size on x when known; captured traces (no parameter count) and non-numeric axes
+    # stand side by side in the order given.
+    if x == "model" and data["params_b"].notna().all():
+        xs, label = data["params_b"], "model size (billion parameters)"
+    elif x != "model" and pd.api.types.is_numeric_dtype(data[x]):
+        xs, label = data[x].astype(float), x
+    else:
+        order = {m: i for i, m in enumerate(dict.fromkeys(data[x].astype(str)))}
+        xs, label = data[x].astype(str).map(order), "model (captured trace)" if x == "model" else x
+    data = data.assign(_x=xs)
     plt, fig, axes = _figure(len(combos))
     for ax, combo in zip(axes, combos):
         d = _pick(data, cols, combo)
         for scheme in dict.fromkeys(runs["scheme"]):
             s = d[d["scheme"] == scheme]
             if len(s):
-                ax.errorbar(s["params_b"] if sized else s["model"].map(order), s["iteration_ms"], yerr=s["iteration_ms_ci95"].fillna(0), marker="o", capsize=3,
+                ax.errorbar(s["_x"], s["iteration_ms"], yerr=s["iteration_ms_ci95"].fillna(0), marker="o", capsize=3,
                             label=scheme, color=colours[scheme])
-        if sized:
-            ax.set_xlabel("model size (billion parameters)")
-        else:
-            ax.set_xticks(list(order.values()), list(order))
-            ax.set_xlabel("model (captured trace)")
+        if label in ("model (captured trace)", x) and not pd.api.types.is_numeric_dtype(data[x]):
+            ax.set_xticks(sorted(set(d["_x"])), list(dict.fromkeys(d.sort_values("_x")[x].astype(str))))
+        ax.set_xlabel(label)
         ax.set_ylabel("iteration time (ms)")
-        ax.set_title(_title(cols, combo) or "iteration time by model size", fontsize=9)
+        ax.set_title(_title(cols, combo) or f"iteration time by {x}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize=8)
-    return _save(plt, fig, out / "iteration_vs_model.png", data)
+    return _save(plt, fig, out / "iteration_vs_model.png", data.drop(columns="_x"))
 
 
 def exposed_data(runs: pd.DataFrame) -> pd.DataFrame:

@@ -161,8 +161,7 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
     seed = point["seed"]
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"seed {seed!r}: expected an integer >= 0", "seed")
-    labels = {"model": None, "world": None, "parallel": None, "gpus_per_server": None, "precision": None,
-              "traffic": None, "fabric": fabric_label, "system": system_label, "scheme": scheme_label({**point, **scheme}),
+    labels = {"model": None, **{k: None for k in PLAN_KEYS}, "trace_seed": None, "traffic": None, "fabric": fabric_label, "system": system_label, "scheme": scheme_label({**point, **scheme}),
               "lb": None, "cc": None, "loss": None,
               "failures": None if point["failures"] is None else json.dumps(point["failures"], sort_keys=True),
               "backend": backend, "seed": seed}
@@ -200,8 +199,7 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
             raise ConfigError(f"world {plan.world}: fabric `{fabric_label}` has {hosts} hosts (expected world <= hosts)", "world")
     engine_spec, _ = backend_spec(backend, net, plan.world, scheme)  # names, fabric, ranks vs hosts
     del sys_cfg
-    labels.update(model=model.name, world=plan.world, parallel=plan.parallel, gpus_per_server=plan.gpus_per_server,
-                  precision=plan.precision)
+    labels.update(model=model.name, **{k: getattr(plan, k) for k in PLAN_KEYS}, trace_seed=plan.seed)
     engine_scheme = engine_spec.get("config", {}).get("scheme")
     labels.update({k: engine_scheme[k] if engine_scheme else None for k in ("lb", "cc", "loss")})
     workload = {"model": dataclasses.asdict(model), "plan": dataclasses.asdict(plan)}

@@ -17,7 +17,8 @@ from ..errors import ConfigError, TracefabricError
 from .store import TABLES, open_store
 
 # Columns that name a point (axis values); the rest of a `runs` row is its results.
-LABELS = ("kind", "model", "world", "parallel", "gpus_per_server", "precision", "traffic", "fabric", "system", "scheme",
+LABELS = ("kind", "model", "world", "parallel", "gpus_per_server", "precision", "gpu", "seq", "micro_batch", "tp", "ep",
+          "pp", "microbatches", "imbalance", "trace_seed", "traffic", "fabric", "system", "scheme",
           "lb", "cc", "loss", "failures", "backend", "seed")
 # Student's t quantile t(0.975, df), df = 1..30; the normal quantile past that.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
