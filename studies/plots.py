@@ -5,7 +5,7 @@
 - `exposed_comm.png`: compute and exposed communication per model and scheme
 - `cct_increase.png`: per collective kind, CCT over its NIC bound (%) per scheme
 - `cct_cdf.png`: CDF of collective completion times (iterations) or flow completion times (traffic)
-- `stages.png`: per-stage max queue (traffic runs; the packet engine's stage table)
+- `stages.png`: per-stage max queue (packet runs; the packet engine's stage table)
 
 A scheme keeps its colour in every figure of every study (its place among the presets)."""
 
@@ -269,6 +269,9 @@ def plot_study(res: StudyResults, out: str | Path) -> list[Path]:
         colls = res.collectives
         files += plot_cct_increase(iteration, colls, out)
         files += plot_cdf(iteration, colls, "cct_ns", 1e-3, "collective completion time", out)
+        stages = res.table("stages")
+        if len(stages):  # packet iterations: per-stage queues over the whole iteration
+            files += plot_stages(iteration, stages, out)
     if (traffic["status"] == "ok").any():
         files += plot_traffic(traffic, out)
         files += plot_cdf(traffic, res.table("flows"), "fct_us", 1.0, "flow completion time", out)

@@ -31,7 +31,8 @@ PLAN_KEYS = ("parallel", "world", "gpus_per_server", "precision", "gpu", "seq", 
 SCHEME_KEYS = ("scheme", "lb", "cc", "loss", "lb_params", "cc_params", "loss_params")
 # Modules whose code decides a point's numbers: their source is part of the code version.
 RESULT_MODULES = ("traces/synthesis.py", "traces/models.py", "traces/chakra_io.py", "collectives/iteration.py",
-                  "collectives/workload.py", "network_backends/packet/__init__.py", "network_backends/packet/specs.py",
+                  "collectives/workload.py", "collectives/placement.py", "astra_configs/servers.py",
+                  "network_backends/packet/__init__.py", "network_backends/packet/specs.py",
                   "astra_configs/formats.py", "studies/run_point.py")
 
 
@@ -163,6 +164,7 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
         raise ConfigError(f"seed {seed!r}: expected an integer >= 0", "seed")
     labels = {"model": None, **{k: None for k in PLAN_KEYS}, "trace_seed": None, "traffic": None, "fabric": fabric_label, "system": system_label, "scheme": scheme_label({**point, **scheme}),
               "lb": None, "cc": None, "loss": None,
+              "placement": None if point["placement"] is None else json.dumps(point["placement"]).strip('"'),
               "failures": None if point["failures"] is None else json.dumps(point["failures"], sort_keys=True),
               "backend": backend, "seed": seed}
     out: dict[str, Any] = {"labels": labels, "backend": backend, "seed": seed}
@@ -173,6 +175,9 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
         if backend != "packet":
             raise ConfigError(f"traffic {point['traffic']!r}: traffic matrices run on the packet backend only, not {backend}",
                               "backend")
+        if point["placement"] is not None:
+            raise ConfigError(f"placement {point['placement']!r}: a traffic matrix names hosts, it has no ranks to place",
+                              "placement")
         cfg = build_config(network["topology"], point["traffic"], seed=seed, link=network.get("link"),
                            switch=network.get("switch"), packet=network.get("packet"), limits=network.get("limits"),
                            failures=network.get("failures"), **scheme)
@@ -197,13 +202,15 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
         hosts = _hosts({"topology": network["topology"]})
         if plan.world > hosts:  # the world axis is what is wrong here, not the fabric's file
             raise ConfigError(f"world {plan.world}: fabric `{fabric_label}` has {hosts} hosts (expected world <= hosts)", "world")
-    engine_spec, _ = backend_spec(backend, net, plan.world, scheme)  # names, fabric, ranks vs hosts
+    # Names, fabric, servers, ranks vs hosts, and a given placement policy (the default, the
+    # trace's own placement.json, is read when the point runs).
+    engine_spec, *_ = backend_spec(backend, net, plan.world, scheme, point["placement"], None)
     del sys_cfg
     labels.update(model=model.name, **{k: getattr(plan, k) for k in PLAN_KEYS}, trace_seed=plan.seed)
     engine_scheme = engine_spec.get("config", {}).get("scheme")
     labels.update({k: engine_scheme[k] if engine_scheme else None for k in ("lb", "cc", "loss")})
     workload = {"model": dataclasses.asdict(model), "plan": dataclasses.asdict(plan)}
-    out.update(kind="iteration", workload=workload, system=system, network=network, scheme=scheme,
+    out.update(kind="iteration", workload=workload, system=system, network=network, scheme=scheme, placement=point["placement"],
                engine=engine_spec.get("config", {"dims": engine_spec.get("dims")}) if not isinstance(net, AstraNetwork)
                else {"dims": engine_spec["dims"]})
     return out
@@ -224,11 +231,11 @@ def _resolve_captured(point: dict[str, Any], spec_dir: Path, out: dict[str, Any]
     net = check_network(network, f"fabric {fabric_label}")
     if not isinstance(net, AstraNetwork) and ranks > _hosts({"topology": network["topology"]}):
         raise ConfigError(f"trace {point['trace']!r} has {ranks} ranks: fabric `{fabric_label}` has fewer hosts", "trace")
-    engine_spec, _ = backend_spec(point["backend"], net, ranks, scheme)
+    engine_spec, *_ = backend_spec(point["backend"], net, ranks, scheme, point["placement"], path)
     engine_scheme = engine_spec.get("config", {}).get("scheme")
     labels.update(model=name, world=ranks, **{k: engine_scheme[k] if engine_scheme else None for k in ("lb", "cc", "loss")})
     out.update(kind="iteration", workload={"trace": path, "digest": digest}, system=system, network=network,
-               scheme=scheme, engine=engine_spec.get("config", {"dims": engine_spec.get("dims")}))
+               scheme=scheme, placement=point["placement"], engine=engine_spec.get("config", {"dims": engine_spec.get("dims")}))
     return out
 
 

@@ -19,7 +19,7 @@ from .store import TABLES, open_store
 # Columns that name a point (axis values); the rest of a `runs` row is its results.
 LABELS = ("kind", "model", "world", "parallel", "gpus_per_server", "precision", "gpu", "seq", "micro_batch", "tp", "ep",
           "pp", "microbatches", "imbalance", "trace_seed", "traffic", "fabric", "system", "scheme",
-          "lb", "cc", "loss", "failures", "backend", "seed")
+          "lb", "cc", "loss", "placement", "failures", "backend", "seed")
 # Student's t quantile t(0.975, df), df = 1..30; the normal quantile past that.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
@@ -61,7 +61,7 @@ class StudyResults:
 
     def connect(self):
         """A DuckDB connection with one view per table that has files (runs, ranks,
-        collectives, counters, flows, stages, timing), reading the Parquet files in place."""
+        collectives, counters, stages, links, flows, timing), reading the Parquet files in place."""
         import duckdb
 
         con = duckdb.connect()

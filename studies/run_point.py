@@ -83,12 +83,22 @@ def nic_rate_bytes_per_ns(network: dict[str, Any]) -> float | None:
     return float(bw[0]) if bw else None
 
 
-def collective_bounds(colls: pd.DataFrame, groups: dict[str, list[int]], world: int, rate: float | None) -> pd.Series:
-    """Each collective's NIC serialization bound (ns): the bytes its members must send / NIC rate."""
+def collective_bounds(colls: pd.DataFrame, groups: dict[str, list[int]], world: int, rate: float | None,
+                      gpus: int = 1) -> pd.Series:
+    """Each collective's NIC serialization bound (ns): the bytes its members' NICs must send /
+    NIC rate. With servers of `gpus` GPUs a world collective is hierarchical, and only its
+    cross-server part uses NICs: n = servers, and AR/RS cross with 1/gpus of the buffer (the
+    scale-up phase reduced it), AG with the rank's shard. Other groups then mix NVLink and NIC
+    flows by placement: no NIC bound (NaN)."""
     out = []
     for kind, size, group in zip(colls["kind"], colls["bytes"], colls["group_name"]):
         n = world if group == "world" else len(groups.get(group, [])) or world
         f = NIC_BYTES.get(kind)
+        if gpus > 1:
+            if group != "world" or kind not in ("all_reduce", "reduce_scatter", "all_gather"):
+                out.append(np.nan)
+                continue
+            n, size = world // gpus, size if kind == "all_gather" else size / gpus
         out.append(f(size, n) / rate if f and rate and n > 1 else np.nan)
     return pd.Series(out, index=colls.index, dtype="float64")
 
@@ -114,10 +124,12 @@ def run_point(point: dict[str, Any], trace_cache: str) -> dict[str, Any]:
             w = _read_cached(str(prefix))
             read_s = time.perf_counter() - t_read
             t_sim = time.perf_counter()
-            r = simulate_iteration(w, point["system"], point["network"], backend=point["backend"], **point["scheme"])
+            r = simulate_iteration(w, point["system"], point["network"], backend=point["backend"],
+                                   placement=point.get("placement"), **point["scheme"])
             sim_s = time.perf_counter() - t_sim
             colls = r.collectives.copy()
-            colls["bound_ns"] = collective_bounds(colls, w.groups, w.ranks, nic_rate_bytes_per_ns(point["network"]))
+            gpus = int((point["network"].get("servers") or {}).get("gpus", 1))
+            colls["bound_ns"] = collective_bounds(colls, w.groups, w.ranks, nic_rate_bytes_per_ns(point["network"]), gpus)
             colls["cct_increase"] = colls["cct_ns"] / colls["bound_ns"] - 1
             row = r.summary_row()
             del row["backend"]
@@ -135,6 +147,9 @@ def run_point(point: dict[str, Any], trace_cache: str) -> dict[str, Any]:
             tables["collectives"] = colls
             tables["counters"] = pd.DataFrame({"counter": list(r.network_counters),
                                                "value": [int(v) for v in r.network_counters.values()]})
+            if len(r.stages):  # the packet backend's per-stage and per-link tables
+                tables["stages"] = r.stages
+                tables["links"] = r.links
         else:
             read_s = 0.0
             t_sim = time.perf_counter()

@@ -29,7 +29,7 @@ from ..jsonio import not_a_file
 WORKLOAD_KEYS = {"model": None, "trace": None, "world": 16, "parallel": "fsdp", "gpus_per_server": 1, "precision": "bf16", "gpu": "h100",
                  "seq": 1024, "micro_batch": 1, "tp": 1, "ep": 1, "pp": 1, "microbatches": 1, "imbalance": 0.0,
                  "trace_seed": 1}
-RUN_KEYS = {"traffic": None, "fabric": None, "failures": None, "system": "default", "backend": "packet",
+RUN_KEYS = {"traffic": None, "fabric": None, "placement": None, "failures": None, "system": "default", "backend": "packet",
             "scheme": "ecmp", "lb": None, "cc": None, "loss": None, "lb_params": None, "cc_params": None,
             "loss_params": None, "seed": 1}
 DEFAULTS: dict[str, Any] = {**WORKLOAD_KEYS, **RUN_KEYS}

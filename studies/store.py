@@ -4,7 +4,8 @@
     STUDY/plan.json                       its point keys in spec order: what the results show
     STUDY/points/point=<key>/runs.parquet one row: the point's axis values, status, summary
                              ranks.parquet, collectives.parquet, counters.parquet (iterations)
-                             flows.parquet, stages.parquet (traffic runs), timing.parquet
+                             stages.parquet, links.parquet (packet runs), flows.parquet (traffic runs)
+                             timing.parquet
     STUDY/traces/<workload key>/          synthesized ETs, one folder per distinct workload
     STUDY/configs/                        the system JSON and fabric YAML each point ran with
 
@@ -28,7 +29,7 @@ import yaml
 
 from ..errors import ConfigError
 
-TABLES = ("runs", "ranks", "collectives", "counters", "flows", "stages", "timing")
+TABLES = ("runs", "ranks", "collectives", "counters", "flows", "stages", "links", "timing")
 
 
 class Store:

@@ -316,3 +316,33 @@ def test_a_second_study_on_a_busy_folder_is_refused(tmp_path):
     assert e.value.field == "out" and "another `tracefabric study`" in str(e.value)
     held.unlock()
     assert run_study(tmp_path / "spec.yaml", tmp_path / "out", jobs=1).ran == 1
+
+
+HIERARCHICAL = {"scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "preferred-dataset-splits": 4,
+                "endpoint-delay": 10, "all-reduce-implementation": ["ring", "ring"],
+                "all-gather-implementation": ["ring", "ring"], "reduce-scatter-implementation": ["ring", "ring"],
+                "all-to-all-implementation": ["direct", "direct"]}
+
+
+def test_placement_axis_and_servers_reach_the_run(tmp_path):
+    """`placement` is passed to the system layer as `tracefabric run --placement` takes it; with
+    `servers` a world all-gather's NIC bound counts only its cross-server phase."""
+    from tracefabric.collectives.iteration import simulate
+
+    fabric = {**SPEC["defaults"]["fabric"], "servers": {"gpus": 4}}
+    spec = {"defaults": {**SPEC["defaults"], "model": "gpt2-small", "world": 16, "gpus_per_server": 4, "fabric": fabric,
+                         "system": HIERARCHICAL, "scheme": "host_spray"},
+            "axes": {"placement": ["packed", "random:3"]}}
+    run_study(write_spec(tmp_path, spec), tmp_path / "out", jobs=1)
+    res = StudyResults(tmp_path / "out")
+    runs = res.runs.set_index("placement")
+    assert runs.loc["packed", "digest"] != runs.loc["random:3", "digest"]
+    row = runs.loc["packed"]
+    alone = simulate(tmp_path / "out" / row["workload"], HIERARCHICAL, {**fabric, "seed": 1}, backend="packet",
+                     placement="packed", scheme="host_spray")
+    assert alone.iteration_ns / 1e3 == row["iteration_us"]
+    colls = res.collectives[res.collectives["point"] == row["point"]]
+    ag = colls[(colls["kind"] == "all_gather") & (colls["group_name"] == "world")].iloc[0]
+    assert ag["bound_ns"] == pytest.approx((16 // 4 - 1) * ag["bytes"] / 100.0)  # 3 other servers, 100 B/ns NICs
+    assert (colls["cct_ns"] >= colls["bound_ns"]).all()
+    assert len(res.table("stages")) > 0 and len(res.table("links")) > 0  # the packet run's per-stage tables
