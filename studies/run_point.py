@@ -89,13 +89,14 @@ def collective_bounds(colls: pd.DataFrame, groups: dict[str, list[int]], world: 
     NIC rate. With servers of `gpus` GPUs a world collective is hierarchical, and only its
     cross-server part uses NICs: n = servers, and AR/RS cross with 1/gpus of the buffer (the
     scale-up phase reduced it), AG with the rank's shard. Other groups then mix NVLink and NIC
-    flows by placement: no NIC bound (NaN)."""
+    flows by placement: no NIC bound (NaN). A group of every rank (FSDP's) is a world
+    collective too."""
     out = []
     for kind, size, group in zip(colls["kind"], colls["bytes"], colls["group_name"]):
         n = world if group == "world" else len(groups.get(group, [])) or world
         f = NIC_BYTES.get(kind)
         if gpus > 1:
-            if group != "world" or kind not in ("all_reduce", "reduce_scatter", "all_gather"):
+            if n != world or kind not in ("all_reduce", "reduce_scatter", "all_gather"):
                 out.append(np.nan)
                 continue
             n, size = world // gpus, size if kind == "all_gather" else size / gpus
