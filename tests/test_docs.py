@@ -77,7 +77,7 @@ def test_command_reference_lists_every_command():
     reference = (DOCS / "cli.md").read_text()
     rows = re.findall(r"^\| `(tracefabric[a-z -]*)` \|", reference, flags=re.M)
     assert sorted(rows) == commands
-    assert "tracefabric net compare" in commands and len(commands) == 15
+    assert "tracefabric net compare" in commands and "tracefabric study" in commands and len(commands) == 20
     for command in commands:  # each with an example
         assert re.search(rf"^{command}( |$)", reference, flags=re.M), command
 
@@ -85,7 +85,7 @@ def test_command_reference_lists_every_command():
 def test_readme_is_the_door():
     lines = README.splitlines()
     assert len(lines) <= 150
-    assert "pip install . && tracefabric net compare --out runs/fig1" in lines
+    assert "pip install . && tracefabric study examples/schemes_by_model_size.yaml" in lines
     # CI runs exactly the README's test command (the last line of .ci/run).
     ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == 'pip install ".[test]" && python -m pytest'

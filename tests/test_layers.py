@@ -1,7 +1,7 @@
 """The layering stays visible in the imports: a lower layer never imports a higher one (lazy
 imports inside functions included), and no module imports another module's private name.
 
-    tools (CLI, comparisons, fuzz)  >  interop (ASTRA-sim)  >  collectives (workload + system layers)
+    tools (CLI, comparisons, fuzz)  >  studies (sweeps, store, plots)  >  interop (ASTRA-sim)  >  collectives (workload + system layers)
       >  traces | network_backends (side by side, neither imports the other)
       >  astra_configs  >  foundation (the package root: errors, jsonio, specs, resources, _core)
 """
@@ -24,7 +24,8 @@ ALLOWED = {
     "network_backends": {"foundation", "astra_configs", "network_backends"},
     "collectives": {"foundation", "astra_configs", "traces", "network_backends", "collectives"},
     "interop": {"foundation", "astra_configs", "traces", "network_backends", "collectives", "interop"},
-    "tools": {"foundation", "astra_configs", "traces", "network_backends", "collectives", "interop", "tools"},
+    "studies": {"foundation", "astra_configs", "traces", "network_backends", "collectives", "interop", "studies"},
+    "tools": {"foundation", "astra_configs", "traces", "network_backends", "collectives", "interop", "studies", "tools"},
 }
 
 

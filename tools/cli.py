@@ -583,6 +583,7 @@ def _empty_argument(argv: list[str]) -> str | None:
 
 def main() -> None:
     """Entry point: readable one-line errors instead of tracebacks for bad input."""
+    sys.argv[1:] = ray_argv(sys.argv[1:])
     if (empty := _empty_argument(sys.argv[1:])) is not None:
         print(f"error: {empty}: empty value (an unset shell variable?)", file=sys.stderr)
         sys.exit(2)
@@ -610,8 +611,11 @@ def main() -> None:
 
 # Registered last: its module takes the option types and helpers above.
 from .cli_htsim import htsim  # noqa: E402
+from .cli_study import ray_argv, register, results  # noqa: E402
 
 app.add_typer(htsim, name="htsim")
+app.add_typer(results, name="results")
+register(app, console, err_console, OneValueCommand)
 
 
 def _usage_message(e: ClickException) -> str:

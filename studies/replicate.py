@@ -1,0 +1,251 @@
+"""The papers' figures as bundled studies (`figures/<name>.yaml`, a `quick` and a `paper`
+scale each) and what the paper reports beside what we measure.
+
+A figure whose scheme or feature the engine does not have yet names what it waits for
+and runs nothing: no number is ever made up for it."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..errors import ConfigError
+from ..network_backends.packet import scheme_names
+from ..specs import parse_size
+from .execute import run_study
+from .results import StudyResults
+from .spec import spec_from_dict
+
+INTER_SWITCH = ("E->A", "A->C", "C->A", "A->E")
+
+
+@dataclass
+class Figure:
+    name: str
+    paper: str
+    title: str
+    evaluate: Callable[[StudyResults], list[dict[str, Any]]] | None = None
+    waits: Callable[[], str | None] = lambda: None
+
+    @property
+    def waits_for(self) -> str | None:
+        return self.waits()
+
+
+@dataclass
+class Report:
+    figure: Figure
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    study: Path | None = None
+
+
+def _row(quantity: str, paper: str, ours: float, holds: bool | None, unit: str = "") -> dict[str, Any]:
+    return {"quantity": quantity, "paper": paper, "ours": f"{ours:.3f}{unit}" if math.isfinite(ours) else "n/a",
+            "holds": "" if holds is None else "yes" if holds else "no"}
+
+
+def _ok(res: StudyResults) -> pd.DataFrame:
+    runs = res.runs
+    return runs[runs["status"] == "ok"]
+
+
+def ofan_fig1(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    inc = runs.groupby(["traffic", "scheme"], sort=False)["cct_increase"].mean() * 100
+    rows = [_row(f"{t}: {s} CCT increase", "bars of Fig. 1", v, None, " %") for (t, s), v in inc.items()]
+    per_packet = {"host_spray", "switch_rr", "reps", "switch_ar", "ofan"}
+    ata = inc[[t.startswith("all-to-all") for t, _ in inc.index]]
+    pk = [v for (t, s), v in ata.items() if s in per_packet]
+    if pk:
+        rows.append(_row("all-to-all: worst per-packet scheme", "< 1 % (within 1 % of the bound)", max(pk), max(pk) < 1, " %"))
+    plb = [v for (t, s), v in ata.items() if s == "plb"]
+    if plb:
+        rows.append(_row("all-to-all: plb (host flowlet AR)", "within 16 % of optimal", plb[0], plb[0] <= 16, " %"))
+    perm = inc[[t.startswith("permutation") for t, _ in inc.index]]
+    pk = [v for (t, s), v in perm.items() if s in per_packet]
+    ecmp = [v for (t, s), v in perm.items() if s == "ecmp"]
+    if pk and ecmp:
+        rows.append(_row("permutation: ecmp over worst per-packet (x)", "> 1 (per-packet beats flow hashing)",
+                         (1 + ecmp[0] / 100) / (1 + max(pk) / 100), ecmp[0] > max(pk)))
+    return rows
+
+
+def _slope(sizes: list[float], values: list[float]) -> float:
+    return float(np.polyfit(np.log(sizes), np.log(values), 1)[0])
+
+
+def ofan_fig6(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    stages = res.table("stages").groupby("point")["max_queue_bytes"].max()
+    runs = runs.assign(size=[parse_size(re.search(r"size=([^,]+)", t).group(1), "size") for t in runs["traffic"]],
+                       queue=[stages[p] for p in runs["point"]])
+    expect = {"simple_rr": ("~1: Theta(m), Thm 1", lambda s: s >= 0.7), "jsq": ("~1: Theta(m), Thm 1", lambda s: s >= 0.7),
+              "host_spray": ("~0.5: Omega(sqrt m), Thm 2", lambda s: 0.3 <= s <= 0.75),
+              "rsq": ("~0.5: Omega(sqrt m), Thm 2", lambda s: 0.3 <= s <= 0.75),
+              "host_dr": ("~0: Theta(1), Thms 3-4", lambda s: s <= 0.15), "ofan": ("~0: Theta(1), Thms 3-4", lambda s: s <= 0.15)}
+    rows = []
+    for lb, g in runs.groupby("lb", sort=False):
+        g = g.groupby("size")["queue"].mean()
+        s = _slope(list(g.index), list(g.values))
+        paper, check = expect.get(lb, ("", lambda s: None))
+        rows.append(_row(f"{lb}: slope of log max queue vs log message size", paper, s, check(s)))
+    return rows
+
+
+def ofan_fig7(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    st = res.table("stages").merge(runs[["point", "lb"]], on="point")
+    load = st.groupby(["lb", "stage"])["max_link_load"].mean()
+    rows = []
+    for lb in dict.fromkeys(st["lb"]):
+        if lb == "ofan":
+            worst = max(load[lb, s] for s in INTER_SWITCH)
+            rows.append(_row("ofan: worst stage's max link load", "balanced on all four stages (<= 1.03)", worst, worst <= 1.03))
+        else:
+            rows.append(_row(f"{lb}: A->E max link load", "overloaded (>= 1.10)", load[lb, "A->E"], load[lb, "A->E"] >= 1.10))
+            up = max(load[lb, "E->A"], load[lb, "A->C"])
+            rows.append(_row(f"{lb}: uplink stages' max link load", "balanced (<= 1.02)", up, up <= 1.02))
+    return rows
+
+
+def ofan_fig13(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    rows = []
+    for (traffic, lb), g in runs.groupby(["traffic", "lb"], sort=False):
+        by = g.groupby("cc")["cct_increase"].mean()
+        if {"ideal", "mswift"} <= set(by.index):
+            ratio = (1 + by["mswift"]) / (1 + by["ideal"])
+            paper = "~1.00 (OFAN keeps its ideal CCT)" if lb == "ofan" else "~1.1 at 16 MiB (about 10 % slower)"
+            rows.append(_row(f"{traffic} {lb}: CCT with MSwift / with ideal CC", paper, ratio,
+                             ratio < 1.01 if lb == "ofan" else None))
+    return rows
+
+
+def smartt_fig6(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    tail = res.table("flows").groupby("point")["fct_us"].max()
+    runs = runs.assign(tail=[tail[p] for p in runs["point"]])
+    rows = []
+    for fabric, g in runs.groupby("fabric", sort=False):
+        t = g.groupby("lb")["tail"].mean()
+        if "reps" in t:
+            if "ecmp" in t:
+                rows.append(_row(f"{fabric}: ECMP tail FCT / REPS", "1.5", t["ecmp"] / t["reps"], t["ecmp"] / t["reps"] > 1.3))
+            if "host_spray" in t:
+                rows.append(_row(f"{fabric}: spraying tail FCT / REPS", "1.1 (REPS 10 % faster)", t["host_spray"] / t["reps"], None))
+    return rows
+
+
+def base_rtt_us(hops: int, gbps: float, link_ns: float, switch_ns: float) -> float:
+    """A 4,158-B data frame out and a 64-B ACK back, store-and-forward."""
+    def one_way(frame: int) -> float:
+        return hops * (frame * 8 / gbps + link_ns) + (hops - 1) * switch_ns
+
+    return (one_way(4158) + one_way(64)) / 1e3
+
+
+def smartt_fig8(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    rtt = base_rtt_us(6, 800, 600, 400)
+    over = ((runs["cct_us"] - runs["lower_bound_us"]) / rtt).mean()
+    return [_row("incast with trimming: tail FCT over the bound (base RTTs)", "near ideal (a few RTTs at most)", over, over < 3.0),
+            _row("base RTT (us)", "8.6 (their setup)", rtt, None)]
+
+
+def paralet_eq1(res: StudyResults) -> list[dict[str, Any]]:
+    runs = _ok(res)
+    st = res.table("stages")
+    st = st[st["stage"].isin(INTER_SWITCH)].groupby("point")["max_link_load"].max()
+    runs = runs.assign(worst=[st[p] for p in runs["point"]], m=[int(re.search(r"lb\.m=(\d+)", s).group(1)) for s in runs["scheme"]])
+    rows = []
+    for m, g in runs.groupby("m"):
+        model = 1 + NormalDist().inv_cdf(1 - 1 / 128) / math.sqrt(m)
+        ours = float(g["worst"].mean())
+        rows.append(_row(f"m = {m}: worst link load (mean over seeds)", f"eq. 1: {model:.3f}", ours, abs(ours / model - 1) <= 0.2))
+    return rows
+
+
+def ofan_fig14(res: StudyResults) -> list[dict[str, Any]]:
+    """Per model, the world all-gathers' and reduce-scatters' CCT over their NIC bound, per LB."""
+    runs = _ok(res)
+    colls = res.collectives.merge(runs[["point", "model", "lb"]], on="point")
+    colls = colls[colls["bound_ns"].notna()]
+    if colls.empty:
+        return [_row("FSDP collectives with a NIC bound", "Fig. 14", math.nan, None)]
+    sums = colls.groupby(["model", "lb"], sort=False)[["cct_ns", "bound_ns"]].sum()
+    inc = 100 * (sums["cct_ns"] / sums["bound_ns"] - 1)
+    rows = [_row(f"{m}: {lb} FSDP collectives' CCT increase", "bars of Fig. 14(a-c)", v, None, " %") for (m, lb), v in inc.items()]
+    for m in dict.fromkeys(colls["model"]):
+        by = inc[m]
+        if {"ofan", "host_spray", "switch_ar"} <= set(by.index):
+            worst = min(by["host_spray"], by["switch_ar"])
+            rows.append(_row(f"{m}: best of host/switch packet AR over OFAN (x)", "> 1, growing with the model (52x at 405B)",
+                             worst / by["ofan"] if by["ofan"] > 0 else math.inf, worst > by["ofan"]))
+    if len(set(colls["model"])) < 2:
+        rows.append({"quantity": "growth with model size", "paper": "OFAN's increase drops as the model grows",
+                     "ours": "needs several models: --scale paper", "holds": ""})
+    return rows
+
+
+def _needs(family: str, name: str, what: str) -> Callable[[], str | None]:
+    return lambda: None if name in scheme_names().get(family, []) else what
+
+
+def _needs_placement() -> str | None:
+    from ..collectives.iteration import simulate
+
+    if "placement" in inspect.signature(simulate).parameters:
+        return None
+    return "rank -> host placement and scale-up domains in iteration runs (issue 42)"
+
+
+PFC = "PFC (lossless switch queues): no `pfc` queue discipline is registered"
+FIGURES: dict[str, Figure] = {f.name: f for f in [
+    Figure("ofan-fig1", "OFAN Fig. 1", "CCT increase over the bound, 8 LB schemes, ATA and permutation", ofan_fig1),
+    Figure("ofan-fig6", "OFAN Fig. 6", "queue growth with message size (Theorems 1-4)", ofan_fig6),
+    Figure("ofan-fig7", "OFAN Fig. 7", "per-stage link overload", ofan_fig7),
+    Figure("ofan-fig13", "OFAN Fig. 13", "packet LB under MSwift vs the ideal CC", ofan_fig13),
+    Figure("ofan-fig14", "OFAN Fig. 14", "FSDP collectives per LB scheme on servers of 8 GPUs (§8.4)", ofan_fig14,
+           _needs_placement),
+    Figure("smartt-fig6", "SMaRTT-REPS Fig. 6", "ECMP vs spraying vs REPS on an oversubscribed tree", smartt_fig6),
+    Figure("smartt-fig8", "SMaRTT-REPS Fig. 8", "16:1 incast of 512 KiB with trimming", smartt_fig8),
+    Figure("paralet-eq1", "ParaLet Fig. 5 / eq. 1", "worst link load vs the slowdown model", paralet_eq1),
+    Figure("ethereal-fig3", "Ethereal Fig. 3/4", "all-reduce algorithms under DCTCP + PFC", None, _needs("qdisc", "pfc", PFC)),
+    Figure("ethereal-fig7", "Ethereal Fig. 7", "failure re-routing under DCTCP + PFC", None, _needs("qdisc", "pfc", PFC)),
+    Figure("mcc-toy", "MCC slides", "message-level CC under partial congestion", None,
+           _needs("cc", "mcc", "the `mcc` congestion control (message-level delay signal)")),
+]}
+
+
+def figure_spec(name: str, scale: str) -> dict[str, Any]:
+    text = (resources.files(__package__) / "figures" / f"{name}.yaml").read_text()
+    return yaml.safe_load(text)[scale]
+
+
+def replicate_figure(name: str, scale: str, out: str | Path, jobs: int | None = None) -> Report:
+    fig = FIGURES.get(name)
+    if fig is None:
+        raise ConfigError(f"unknown figure `{name}`; expected one of: {', '.join(FIGURES)}", "name")
+    waiting = fig.waits_for
+    if waiting is not None or fig.evaluate is None:
+        table = pd.DataFrame([{"quantity": fig.title, "paper": fig.paper, "ours": "not run", "holds": ""}])
+        return Report(fig, table, [f"{fig.name}: waits for {waiting or 'a bundled study'}; nothing run, nothing faked"])
+    spec = spec_from_dict(figure_spec(name, scale), f"figures/{name}.yaml#{scale}", f"{name}-{scale}")
+    folder = Path(out) / f"{name}-{scale}"
+    run = run_study(spec, folder, jobs=jobs)
+    res = StudyResults(folder)
+    notes = [f"{fig.name}: {len(run.points)} runs ({run.skipped} stored before) in {folder}"]
+    if run.failed:
+        notes.append(f"{len(run.failed)} run(s) failed: see `tracefabric results query {folder} \"SELECT scheme, error FROM runs WHERE status <> 'ok'\"`")
+    return Report(fig, pd.DataFrame(fig.evaluate(res)), notes, folder)
