@@ -3,6 +3,7 @@
 //! learns from feedback, timeouts and its own timers (see `transport`).
 
 mod dctcp;
+mod eqds;
 mod ideal;
 mod mswift;
 mod nscc;
@@ -23,6 +24,8 @@ use crate::units::{Dur, Rate, Time};
 pub struct CcInit<'a> {
     /// Each flow's unloaded path (hops, base RTT, BDP), indexed by flow id.
     pub paths: &'a [FlowPath],
+    /// Each flow's size in bytes, indexed by flow id (empty where not known: unit tests).
+    pub flow_bytes: &'a [u64],
     pub line_rate: Rate,
     /// Payload bytes of a full data packet (the MSS).
     pub mss: u32,
@@ -59,6 +62,26 @@ pub trait CongestionControl: Send {
     /// A timer the scheme armed for `flow` is due.
     fn on_timer(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}
 
+    /// The receiver policy the scheme needs on top of the loss-recovery scheme's (a pull
+    /// pacer, `receiver::names`); None: the loss-recovery scheme's alone.
+    fn receiver(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Packets `flow` may send before it needs a receiver's credit (receiver-driven
+    /// schemes; the pacer counts on it).
+    fn unsolicited_packets(&self, _flow: FlowId) -> u32 {
+        0
+    }
+
+    /// Whether the engine should call `on_send` (cached once: off, sends cost nothing).
+    fn counts_sends(&self) -> bool {
+        false
+    }
+
+    /// `flow` sent a data packet (only if `counts_sends`).
+    fn on_send(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}
+
     /// Named counts for reports (e.g. window cuts).
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
@@ -75,6 +98,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("smartt", smartt::build),
     ("nscc", nscc::build),
     ("timely", timely::build),
+    ("eqds", eqds::build),
 ];
 
 pub fn names() -> Vec<&'static str> {
@@ -156,6 +180,7 @@ pub(crate) mod testkit {
         pub fn init(&self) -> CcInit<'_> {
             CcInit {
                 paths: &self.paths,
+                flow_bytes: &[],
                 line_rate: self.rate,
                 mss: MSS,
                 packet_wire_bytes: WIRE,

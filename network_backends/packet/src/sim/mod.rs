@@ -35,6 +35,7 @@ mod event_loop;
 mod failures;
 mod host;
 mod packet;
+mod pfc;
 mod ports;
 #[cfg(test)]
 pub(crate) mod probe;
@@ -44,6 +45,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
+use crate::transport::flags::PULL;
 use failures::FailureState;
 use packet::{Packet, ACK, GAP_LATE, LOST, TRIMMED};
 
@@ -172,6 +174,12 @@ pub struct Simulation {
     loss: Box<dyn LossRecovery>,
     receiver: Box<dyn ReceiverPolicy>,
     qdisc: Box<dyn QueueDiscipline>,
+    /// `receiver.paces()`: data arrivals may wake the receiver's pull pacer.
+    rx_paces: bool,
+    /// `cc.counts_sends()`: each data packet sent goes to `cc.on_send`.
+    cc_counts_sends: bool,
+    /// PFC's ingress accounting and pause state, if the queue discipline is lossless.
+    pfc: Option<Box<pfc::PfcState>>,
     /// `qdisc.dequeue_floor()`: departures leaving no more behind skip the discipline.
     qdisc_floor: u64,
     /// Requests the CC scheme made during its last call (applied by `apply_cc_timers`).

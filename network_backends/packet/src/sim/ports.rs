@@ -116,7 +116,7 @@ impl Simulation {
         } else if node < self.topo.n_hosts {
             self.host_receive(node, pkt);
         } else {
-            self.switch_receive(node, pkt);
+            self.switch_receive(port, node, pkt);
         }
     }
 
@@ -141,7 +141,8 @@ impl Simulation {
             .expect("a late frame without its arrival time")
     }
 
-    pub(super) fn switch_receive(&mut self, node: u32, p: Packet) {
+    /// `p` arrived at switch `node` from the port `from` (its ingress, for PFC).
+    pub(super) fn switch_receive(&mut self, from: usize, node: u32, p: Packet) {
         let dst_edge = self.topo.host_edge[p.dst() as usize];
         let out = if dst_edge == node {
             self.topo.host_down_port[p.dst() as usize]
@@ -182,6 +183,9 @@ impl Simulation {
                 self.lb.choose_port(&view, &hdr)
             }
         };
+        if self.pfc.is_some() {
+            return self.pfc_enqueue(from, out as usize, p);
+        }
         self.enqueue(out as usize, p);
     }
 
@@ -195,10 +199,12 @@ impl Simulation {
     }
 
     /// Queues (or sends straight on) a frame of `wire` bytes that fits in the port.
+    /// On a lossless fabric only control frames come here (`pfc_enqueue`).
     #[inline(always)]
-    fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
+    pub(super) fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
         // (A switch port's queues are empty exactly when it has no bytes queued.)
-        if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
+        let idle = self.ports[port].busy_until <= self.now;
+        if idle && self.ports[port].queued == 0 {
             // Straight through an idle port: no queue, no mark.
             self.transmit(port, p, self.now);
             return;
@@ -209,6 +215,11 @@ impl Simulation {
             self.ports[port].q_lo.push_back(p);
         }
         self.set_queued(port, self.ports[port].queued + wire, self.now);
+        if idle {
+            // Idle with frames queued: only a port PFC paused, holding data. Start the
+            // control frame now.
+            self.dequeue_at(port, self.now);
+        }
         self.keep_draining(port);
     }
 
@@ -223,7 +234,7 @@ impl Simulation {
     /// twice that for the control priority (ACKs, trimmed headers), as UET caps its
     /// high-priority queue, so that replies and NACKs get through a port that data fills.
     #[inline(always)]
-    fn admits(&self, flags: u8) -> u64 {
+    pub(super) fn admits(&self, flags: u8) -> u64 {
         let control = flags & (ACK | TRIMMED) != 0;
         self.fabric.switch.buffer_bytes << control as u32
     }
@@ -232,7 +243,7 @@ impl Simulation {
     /// goes on trimmed if the discipline trims; anything else is dropped.
     #[cold]
     #[inline(never)]
-    fn overflow(&mut self, port: usize, p: Packet) {
+    pub(super) fn overflow(&mut self, port: usize, p: Packet) {
         let header = self.fabric.packet.header_bytes as u64;
         let fits = self.ports[port].queued + header <= self.admits(ACK);
         let data = p.flags() & (ACK | TRIMMED) == 0;
@@ -294,7 +305,10 @@ impl Simulation {
     pub(super) fn dequeue_until(&mut self, port: usize, upto: Time) {
         loop {
             let at = self.ports[port].busy_until;
-            self.dequeue_at(port, at);
+            // (Nothing sent: PFC paused the port with only data queued.)
+            if !self.dequeue_at(port, at) {
+                return;
+            }
             if self.ports[port].busy_until > upto || self.ports[port].queued == 0 {
                 return;
             }
@@ -304,10 +318,12 @@ impl Simulation {
     /// A switch port with frames queued and none on its link has nothing that will catch
     /// it up: ask for an event when it frees up. Needed only after its link lost a frame,
     /// its wake-up fired or a packet joined its queue: a catch-up that sends a frame leaves
-    /// one on the link, and one that sends nothing changes nothing.
+    /// one on the link, and one that sends nothing changes nothing. A port PFC paused with
+    /// only data queued waits for its RESUME instead.
     #[inline]
     pub(super) fn keep_draining(&mut self, port: usize) {
-        if self.ports[port].queued > 0 && self.ports[port].wire.is_empty() {
+        let rt = &self.ports[port];
+        if rt.queued > 0 && rt.wire.is_empty() && (!self.paused(port) || !rt.q_hi.is_empty()) {
             self.wake_port(port);
         }
     }
@@ -324,11 +340,17 @@ impl Simulation {
     }
 
     /// The departure of a switch port's next frame at `at`: ACKs first; the queue
-    /// discipline decides on an ECN mark from the backlog it leaves behind.
-    pub(super) fn dequeue_at(&mut self, port: usize, at: Time) {
+    /// discipline decides on an ECN mark from the backlog it leaves behind. False if it
+    /// sent nothing (no frame, or only data while PFC pauses the port).
+    pub(super) fn dequeue_at(&mut self, port: usize, at: Time) -> bool {
+        let paused = self.paused(port);
         let rt = &mut self.ports[port];
-        let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
-            return;
+        let Some(mut pkt) =
+            rt.q_hi
+                .pop_front()
+                .or_else(|| if paused { None } else { rt.q_lo.pop_front() })
+        else {
+            return false;
         };
         // The port's next departure reads the new head, often on a line not touched
         // since it was queued: start loading it now (it is needed a frame time or more
@@ -338,6 +360,9 @@ impl Simulation {
         }
         let left = self.ports[port].queued - pkt.wire() as u64;
         self.set_queued(port, left, at);
+        if self.pfc.is_some() && !pkt.is_ack() && pkt.flags() & TRIMMED == 0 {
+            self.pfc_departed(port, pkt.wire() as u64, at);
+        }
         if !pkt.is_ack()
             && left > self.qdisc_floor
             && self
@@ -348,6 +373,7 @@ impl Simulation {
             self.port_counts[port].marks += 1;
         }
         self.transmit(port, pkt, at);
+        true
     }
 
     pub(super) fn set_queued(&mut self, port: usize, bytes: u64, at: Time) {
