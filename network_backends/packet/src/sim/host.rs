@@ -95,13 +95,11 @@ impl Simulation {
             self.owe_send(port); // come back for the next frame
             return None;
         }
-        if self.paused(port) {
-            // PFC paused the NIC's data priority: its RESUME comes back here.
-            return None;
-        }
-        if self.hosts[h as usize].unblocked == 0 {
+        let host = &self.hosts[h as usize];
+        if host.unblocked == 0 || host.paused {
             // Only unblocked flows could send, and a flow is unblocked only by feedback, a
-            // timeout or a CC timer, each of which comes back here.
+            // timeout or a CC timer, each of which comes back here; a NIC PFC paused
+            // sends no data until its RESUME, which comes back here too.
             return None;
         }
         let n = self.hosts[h as usize].active.len();
@@ -152,10 +150,7 @@ impl Simulation {
                 self.flows[f as usize].retransmitted += 1;
             }
             if self.cc_counts_sends {
-                self.cc.on_send(f, at, &mut self.cc_timers);
-                if !self.cc_timers.is_empty() {
-                    self.apply_cc_timers();
-                }
+                self.count_send(f, at);
             }
             self.hosts[h as usize].rr = idx + 1;
             self.transmit(port, pkt, at);
@@ -163,6 +158,25 @@ impl Simulation {
             return None;
         }
         earliest
+    }
+
+    /// `cc.on_send` for a scheme that counts sends.
+    #[cold]
+    #[inline(never)]
+    fn count_send(&mut self, f: u32, at: Time) {
+        self.cc.on_send(f, at, &mut self.cc_timers);
+        if !self.cc_timers.is_empty() {
+            self.apply_cc_timers();
+        }
+    }
+
+    /// A data packet reached `h`: its pull pacer, if idle, may have work now.
+    #[cold]
+    #[inline(never)]
+    fn wake_pacer(&mut self, h: u32) {
+        if let Some(at) = self.receiver.pacer_wake(h, self.now) {
+            self.events.push(at, Event::Pacer(h));
+        }
     }
 
     /// The pull pacer of receiving host `h` runs: its pull goes out on the control priority.
@@ -213,9 +227,7 @@ impl Simulation {
         };
         let reply = self.receiver.on_data(&arrival);
         if self.rx_paces {
-            if let Some(at) = self.receiver.pacer_wake(h, self.now) {
-                self.events.push(at, Event::Pacer(h));
-            }
+            self.wake_pacer(h);
         }
         let Reply::Ack { seq, flags } = reply else {
             self.live_packets -= 1;

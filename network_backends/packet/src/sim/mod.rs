@@ -112,6 +112,9 @@ struct HostRt {
     unblocked: u32,
     rr: usize,
     wake_at: Option<Time>,
+    /// PFC paused its NIC's data priority (as `pfc::PfcState::paused` for its port; kept
+    /// here too, beside what the send loop reads anyway).
+    paused: bool,
 }
 
 /// The per-flow fields read on every packet, kept apart from `FlowRt` in one small

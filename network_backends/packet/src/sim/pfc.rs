@@ -100,6 +100,32 @@ impl Simulation {
         }
     }
 
+    /// `switch_receive` on a lossless fabric: `p` arrived at switch `node` from port `from`.
+    #[inline(never)]
+    pub(super) fn pfc_switch_receive(&mut self, from: usize, node: u32, p: Packet) {
+        if let Some(out) = self.route(node, p) {
+            self.pfc_enqueue(from, out as usize, p);
+        }
+    }
+
+    /// Whether `port`, with frames queued, may send one (not paused, or a control frame)
+    /// at `busy_until`; a paused port idle since before now is started by `pfc_kick`.
+    #[cold]
+    pub(super) fn pfc_may_send(&self, port: usize) -> bool {
+        let rt = &self.ports[port];
+        (!self.paused(port) || !rt.q_hi.is_empty()) && rt.busy_until >= self.now
+    }
+
+    /// A paused port idle with a control frame queued (a catch-up cannot start it: it has
+    /// no departure due) sends it now.
+    fn pfc_kick(&mut self, port: usize) {
+        let rt = &self.ports[port];
+        if rt.busy_until < self.now && !rt.q_hi.is_empty() {
+            self.dequeue_at(port, self.now);
+            self.keep_draining(port);
+        }
+    }
+
     /// `enqueue` on a lossless fabric: a frame from upstream port `from` routed to `out`.
     #[inline(never)]
     pub(super) fn pfc_enqueue(&mut self, from: usize, out: usize, p: Packet) {
@@ -107,9 +133,11 @@ impl Simulation {
         let wire = p.wire() as u64;
         if p.flags() & (ACK | TRIMMED) != 0 {
             if self.ports[out].queued + wire > self.admits(p.flags()) {
-                return self.overflow(out, p);
+                self.overflow(out, p);
+            } else {
+                self.enqueue_fitting(out, p, wire);
             }
-            return self.enqueue_fitting(out, p, wire);
+            return self.pfc_kick(out);
         }
         let pfc = self.pfc.as_ref().expect("pfc_enqueue without PFC");
         let limit = pfc.cfg.xoff + pfc.cfg.headroom;
@@ -125,7 +153,8 @@ impl Simulation {
         let pfc = self.pfc.as_mut().unwrap();
         if pfc.ingress[from] + wire > limit {
             pfc.drops += 1;
-            return self.overflow(out, p);
+            self.overflow(out, p);
+            return self.pfc_kick(out);
         }
         let rt = &self.ports[out];
         if !pfc.paused[out] && rt.busy_until <= self.now && rt.queued == 0 {
@@ -145,10 +174,24 @@ impl Simulation {
         }
     }
 
+    /// `dequeue_at` with no control frame queued, on a lossless fabric: the next data
+    /// frame departs at `at` unless `port` is paused (false: nothing sent).
+    #[inline(never)]
+    pub(super) fn pfc_dequeue_data(&mut self, port: usize, at: Time) -> bool {
+        if self.paused(port) {
+            return false;
+        }
+        let Some(pkt) = self.ports[port].q_lo.pop_front() else {
+            return false;
+        };
+        self.pfc_departed(port, pkt.wire() as u64, at);
+        self.depart(port, pkt, at);
+        true
+    }
+
     /// A data frame of `wire` bytes left `port`'s queue at `at`: uncharge its ingress, and
     /// resume that ingress if it drained to XON.
-    #[inline(never)]
-    pub(super) fn pfc_departed(&mut self, port: usize, wire: u64, at: Time) {
+    fn pfc_departed(&mut self, port: usize, wire: u64, at: Time) {
         let pfc = self.pfc.as_mut().unwrap();
         let from = pfc.origin[port]
             .pop_front()
@@ -203,6 +246,9 @@ impl Simulation {
             return;
         }
         pfc.paused[port] = paused;
+        if host {
+            self.hosts[self.topo.ports[port].owner as usize].paused = paused;
+        }
         if paused {
             pfc.paused_since[port] = self.now;
             let check = self.now + pfc.cfg.deadlock_after;

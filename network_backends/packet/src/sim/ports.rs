@@ -115,8 +115,10 @@ impl Simulation {
             self.drop_packet(port, pkt);
         } else if node < self.topo.n_hosts {
             self.host_receive(node, pkt);
+        } else if self.pfc.is_none() {
+            self.switch_receive(node, pkt);
         } else {
-            self.switch_receive(port, node, pkt);
+            self.pfc_switch_receive(port, node, pkt);
         }
     }
 
@@ -141,15 +143,23 @@ impl Simulation {
             .expect("a late frame without its arrival time")
     }
 
-    /// `p` arrived at switch `node` from the port `from` (its ingress, for PFC).
-    pub(super) fn switch_receive(&mut self, from: usize, node: u32, p: Packet) {
+    pub(super) fn switch_receive(&mut self, node: u32, p: Packet) {
+        if let Some(out) = self.route(node, p) {
+            self.enqueue(out as usize, p);
+        }
+    }
+
+    /// The output port switch `node` sends `p` out of (None: it has no route; `p` is lost).
+    #[inline(always)]
+    pub(super) fn route(&mut self, node: u32, p: Packet) -> Option<PortId> {
         let dst_edge = self.topo.host_edge[p.dst() as usize];
         let out = if dst_edge == node {
             self.topo.host_down_port[p.dst() as usize]
         } else {
             let group = self.topo.group_towards(node, dst_edge);
             if group == NO_GROUP {
-                return self.unroutable(p);
+                self.unroutable(p);
+                return None;
             }
             let n = self.topo.group_ports(group).len();
             if n == 1 {
@@ -183,10 +193,7 @@ impl Simulation {
                 self.lb.choose_port(&view, &hdr)
             }
         };
-        if self.pfc.is_some() {
-            return self.pfc_enqueue(from, out as usize, p);
-        }
-        self.enqueue(out as usize, p);
+        Some(out)
     }
 
     pub(super) fn enqueue(&mut self, port: usize, p: Packet) {
@@ -199,12 +206,12 @@ impl Simulation {
     }
 
     /// Queues (or sends straight on) a frame of `wire` bytes that fits in the port.
-    /// On a lossless fabric only control frames come here (`pfc_enqueue`).
+    /// On a lossless fabric only control frames come here, from `pfc_enqueue`, which
+    /// starts a paused idle port's control frame itself (`pfc_kick`).
     #[inline(always)]
     pub(super) fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
         // (A switch port's queues are empty exactly when it has no bytes queued.)
-        let idle = self.ports[port].busy_until <= self.now;
-        if idle && self.ports[port].queued == 0 {
+        if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
             // Straight through an idle port: no queue, no mark.
             self.transmit(port, p, self.now);
             return;
@@ -215,11 +222,6 @@ impl Simulation {
             self.ports[port].q_lo.push_back(p);
         }
         self.set_queued(port, self.ports[port].queued + wire, self.now);
-        if idle {
-            // Idle with frames queued: only a port PFC paused, holding data. Start the
-            // control frame now.
-            self.dequeue_at(port, self.now);
-        }
         self.keep_draining(port);
     }
 
@@ -323,7 +325,7 @@ impl Simulation {
     #[inline]
     pub(super) fn keep_draining(&mut self, port: usize) {
         let rt = &self.ports[port];
-        if rt.queued > 0 && rt.wire.is_empty() && (!self.paused(port) || !rt.q_hi.is_empty()) {
+        if rt.queued > 0 && rt.wire.is_empty() && (self.pfc.is_none() || self.pfc_may_send(port)) {
             self.wake_port(port);
         }
     }
@@ -342,16 +344,28 @@ impl Simulation {
     /// The departure of a switch port's next frame at `at`: ACKs first; the queue
     /// discipline decides on an ECN mark from the backlog it leaves behind. False if it
     /// sent nothing (no frame, or only data while PFC pauses the port).
+    // Always inlined into `dequeue_until`'s loop, its hot caller (the other callers are PFC's).
+    #[inline(always)]
     pub(super) fn dequeue_at(&mut self, port: usize, at: Time) -> bool {
-        let paused = self.paused(port);
+        let lossless = self.pfc.is_some();
         let rt = &mut self.ports[port];
-        let Some(mut pkt) =
-            rt.q_hi
-                .pop_front()
-                .or_else(|| if paused { None } else { rt.q_lo.pop_front() })
-        else {
-            return false;
+        let pkt = match rt.q_hi.pop_front() {
+            Some(pkt) => pkt,
+            // Data on a lossless fabric: PFC may hold it, and accounts for it.
+            None if lossless => return self.pfc_dequeue_data(port, at),
+            None => match rt.q_lo.pop_front() {
+                Some(pkt) => pkt,
+                None => return false,
+            },
         };
+        self.depart(port, pkt, at);
+        true
+    }
+
+    /// The departure of `pkt`, just taken from `port`'s queue, at `at`.
+    #[inline(always)]
+    pub(super) fn depart(&mut self, port: usize, mut pkt: Packet, at: Time) {
+        let rt = &mut self.ports[port];
         // The port's next departure reads the new head, often on a line not touched
         // since it was queued: start loading it now (it is needed a frame time or more
         // from now, when a packet arrives at the port or one it sent reaches the far end).
@@ -360,9 +374,6 @@ impl Simulation {
         }
         let left = self.ports[port].queued - pkt.wire() as u64;
         self.set_queued(port, left, at);
-        if self.pfc.is_some() && !pkt.is_ack() && pkt.flags() & TRIMMED == 0 {
-            self.pfc_departed(port, pkt.wire() as u64, at);
-        }
         if !pkt.is_ack()
             && left > self.qdisc_floor
             && self
@@ -373,7 +384,6 @@ impl Simulation {
             self.port_counts[port].marks += 1;
         }
         self.transmit(port, pkt, at);
-        true
     }
 
     pub(super) fn set_queued(&mut self, port: usize, bytes: u64, at: Time) {
