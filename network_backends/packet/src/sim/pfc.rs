@@ -268,6 +268,11 @@ impl Simulation {
 
     /// See the module's doc: a cycle of ports paused `deadlock_after` or longer ends the run.
     fn pfc_check_deadlock(&mut self, start: usize) {
+        // Every flow is complete: what is left only drains (and a cycle cannot stop that
+        // from being reported complete).
+        if self.draining {
+            return;
+        }
         let pfc = self.pfc.as_ref().unwrap();
         let since = self.now.0.saturating_sub(pfc.cfg.deadlock_after.0);
         let stuck = |p: usize| pfc.paused[p] && pfc.paused_since[p].0 <= since;
