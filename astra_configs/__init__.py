@@ -1,7 +1,8 @@
 """Configuration data: ASTRA-sim formats (later issues) and tracefabric's scheme presets.
 
 A scheme preset (`schemes/<name>.json`) names one LB + CC + loss-recovery combination with
-the reference paper's parameters, plus switch settings the scheme depends on (ECN thresholds)."""
+the reference paper's parameters, plus switch settings the scheme depends on (ECN thresholds), its
+queue discipline (PFC) and limits (timeouts)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 from ..errors import ConfigError, UnknownSchemeError
 from ..jsonio import load_json
 
-_ALLOWED = {"description", "source", "lb", "lb_params", "cc", "cc_params", "loss", "loss_params", "switch"}
+_ALLOWED = {"description", "source", "lb", "lb_params", "cc", "cc_params", "loss", "loss_params", "qdisc", "qdisc_params",
+            "switch", "limits"}
 
 
 def scheme_presets() -> list[str]:
@@ -42,7 +44,7 @@ def read_scheme_preset(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: unknown key `{extra[0]}` (expected one of: {', '.join(sorted(_ALLOWED))})", extra[0])
     # Checked here: build_config would fail on them with a TypeError, or hand them to the engine.
     for key, value in data.items():
-        kind = dict if key.endswith("_params") or key == "switch" else str
+        kind = dict if key.endswith("_params") or key in ("switch", "limits") else str
         if not isinstance(value, kind):
             expected = "an object" if kind is dict else "a string"
             raise ConfigError(f"{path}: `{key}` must be {expected}, got {json.dumps(value)}", key)

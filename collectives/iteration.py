@@ -29,7 +29,7 @@ from .workload import Workload, engine_input, read_workload
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
 BACKENDS: tuple[str, ...] = tuple(_core.backend_names())  # the engine's list
-SCHEME_OPTIONS = ("scheme", "lb", "cc", "loss", "lb_params", "cc_params", "loss_params")
+SCHEME_OPTIONS = ("scheme", "lb", "cc", "loss", "qdisc", "lb_params", "cc_params", "loss_params", "qdisc_params")
 
 
 @dataclass

@@ -178,7 +178,8 @@ def test_a_bad_scheme_preset_is_named_with_its_file_and_key(tmp_path, monkeypatc
                "twice": ('{"lb": "reps", "lb": "ecmp"}', "key 'lb' appears twice in one object", "lb"),
                "listed": ('["reps"]', "expected an object of preset settings, got a list", "scheme"),
                "typo": ('{"lb": "reps", "lb_parms": {}}', "unknown key `lb_parms` (expected one of: cc, cc_params, "
-                        "description, lb, lb_params, loss, loss_params, source, switch)", "lb_parms"),
+                        "description, lb, lb_params, limits, loss, loss_params, qdisc, qdisc_params, source, switch)",
+                        "lb_parms"),
                "switch": ('{"lb": "reps", "switch": [1]}', "`switch` must be an object, got [1]", "switch"),
                "lbnum": ('{"lb": 3}', "`lb` must be a string, got 3", "lb")}
     for name, (text, message, field) in presets.items():

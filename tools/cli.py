@@ -123,7 +123,8 @@ def net_run(
     lb: Annotated[Optional[str], typer.Option(help="Load balancer (overrides the preset's).")] = None,
     cc: Annotated[Optional[str], typer.Option(help="Congestion control (overrides the preset's).")] = None,
     loss: Annotated[Optional[str], typer.Option(help="Loss recovery: erasure | sack | trim | gbn.")] = None,
-    param: Annotated[Optional[list[str]], typer.Option(help="Scheme parameter FAMILY.NAME=VALUE, e.g. loss.threshold=6; repeatable.")] = None,
+    qdisc: Annotated[Optional[str], typer.Option(help="Switch queue discipline: red (default) | pfc (lossless).")] = None,
+    param: Annotated[Optional[list[str]], typer.Option(help="Scheme parameter FAMILY.NAME=VALUE (FAMILY lb, cc, loss or qdisc), e.g. loss.threshold=6; repeatable.")] = None,
     seed: Seed = 1,
     link_gbps: LinkGbps = 800.0,
     latency_ns: LatencyNs = 500.0,
@@ -145,7 +146,8 @@ def net_run(
             bar.update(task, completed=done, total=total)
             return True
 
-        r = simulate(topology, traffic, progress=progress, scheme=scheme, lb=lb, cc=cc, loss=loss, seed=seed, failures=failures,
+        r = simulate(topology, traffic, progress=progress, scheme=scheme, lb=lb, cc=cc, loss=loss, qdisc=qdisc, seed=seed,
+                     failures=failures,
                      **{f"{k}_params": v for k, v in params.items()}, **fabric_settings(link_gbps, latency_ns, buffer))
     if flows_out:
         write_frame(r.flows, flows_out)
@@ -427,6 +429,7 @@ def run_iteration(
     cc: Annotated[Optional[str], typer.Option(help="Packet backend: congestion control.")] = None,
     loss: Annotated[Optional[str], typer.Option(help="Packet backend: loss recovery.")] = None,
     placement: Annotated[Optional[str], typer.Option(help="Packet fabrics: rank -> GPU slot: packed, random[:SEED] or a placement.json (default: the workload's placement.json, else packed).")] = None,
+    qdisc: Annotated[Optional[str], typer.Option(help="Packet backend: switch queue discipline (pfc: lossless).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Write ranks.parquet and collectives.parquet here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print per-rank results as JSON.")] = False,
 ) -> None:
@@ -437,7 +440,7 @@ def run_iteration(
         make_output_dir(out)
     with err_console.status(f"simulating on {backend}"):
         r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
-                     placement=placement, scheme=scheme, lb=lb, cc=cc, loss=loss)
+                     placement=placement, scheme=scheme, lb=lb, cc=cc, loss=loss, qdisc=qdisc)
     if out:
         r.to_parquet(out)
     if as_json:
@@ -521,8 +524,9 @@ def _parse_params(items: list[str]) -> dict[str, dict]:
     for item in items:
         key, eq, value = item.partition("=")
         family, dot, name = key.partition(".")
-        if not eq or not dot or family not in ("lb", "cc", "loss"):
-            raise typer.BadParameter(f"expected FAMILY.NAME=VALUE with FAMILY one of lb, cc, loss; got {item!r}", param_hint="--param")
+        if not eq or not dot or family not in ("lb", "cc", "loss", "qdisc"):
+            raise typer.BadParameter(f"expected FAMILY.NAME=VALUE with FAMILY one of lb, cc, loss, qdisc; got {item!r}",
+                                     param_hint="--param")
         if name in out.get(family, {}):
             raise typer.BadParameter(f"{key} is given twice", param_hint="--param")
         try:

@@ -45,6 +45,8 @@ def build_config(
     lb_params: dict[str, Any] | None = None,
     cc_params: dict[str, Any] | None = None,
     loss_params: dict[str, Any] | None = None,
+    qdisc: str | None = None,
+    qdisc_params: dict[str, Any] | None = None,
     seed: int = 0,
     link: dict[str, Any] | None = None,
     switch: dict[str, Any] | None = None,
@@ -53,44 +55,52 @@ def build_config(
     failures: str | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The engine's JSON config. A `scheme` preset supplies LB/CC/loss and their paper
-    parameters; explicit `lb`/`cc`/`loss` and `*_params` override it. `traffic=None` gives a
-    backend's config, whose flows come from a workload."""
+    parameters (and the queue discipline and limits it needs); explicit `lb`/`cc`/`loss`/`qdisc`,
+    `*_params` and `limits` override it. `traffic=None` gives a backend's config, whose flows come
+    from a workload."""
     topology, traffic, seed = plain(topology), plain(traffic), plain(seed)
-    lb_params, cc_params, loss_params, link, switch, packet, limits = map(
-        plain, (lb_params, cc_params, loss_params, link, switch, packet, limits))
-    sch: dict[str, Any] = {"lb": "ecmp", "lb_params": {}, "cc": "ideal", "cc_params": {}, "loss": "erasure", "loss_params": {}}
+    lb_params, cc_params, loss_params, qdisc_params, link, switch, packet, limits = map(
+        plain, (lb_params, cc_params, loss_params, qdisc_params, link, switch, packet, limits))
+    sch: dict[str, Any] = {"lb": "ecmp", "lb_params": {}, "cc": "ideal", "cc_params": {}, "loss": "erasure", "loss_params": {},
+                           "qdisc": "red", "qdisc_params": {}}
     sw: dict[str, Any] = {}
+    lim: dict[str, Any] = {}
     if scheme is not None:
         preset = load_scheme_preset(scheme)
         for k in sch:
             if k in preset:
                 sch[k] = preset[k]
         sw.update(preset.get("switch", {}))
-    for name, value in (("lb", lb), ("cc", cc), ("loss", loss)):
+        lim.update(preset.get("limits", {}))
+    for name, value in (("lb", lb), ("cc", cc), ("loss", loss), ("qdisc", qdisc)):
         if value is not None:
             if scheme is not None and value != sch[name]:
                 sch[f"{name}_params"] = {}  # preset parameters belong to the preset's scheme
             sch[name] = value
     sections = (("lb_params", lb_params), ("cc_params", cc_params), ("loss_params", loss_params),
-                ("link", link), ("switch", switch), ("packet", packet), ("limits", limits))
+                ("qdisc_params", qdisc_params), ("link", link), ("switch", switch), ("packet", packet), ("limits", limits))
     for name, value in sections:
         if value is not None and not isinstance(value, dict):
             raise ConfigError(f"`{name}`: expected a dict of settings, got {type(value).__name__}", name)
-    for name, value in (("lb_params", lb_params), ("cc_params", cc_params), ("loss_params", loss_params)):
+    for name, value in (("lb_params", lb_params), ("cc_params", cc_params), ("loss_params", loss_params),
+                        ("qdisc_params", qdisc_params)):
         if value:
             sch[name] = {**sch[name], **value}
     registered = scheme_names()
-    for family in ("lb", "cc", "loss"):
+    for family in ("lb", "cc", "loss", "qdisc"):
         if sch[family] not in registered[family]:
             known = registered[family]
             raise UnknownSchemeError(f"unknown {family} scheme `{sch[family]}`; expected one of: {', '.join(known)}", family, sch[family], known)
+    if sch["qdisc"] == "red" and not sch["qdisc_params"]:
+        del sch["qdisc"], sch["qdisc_params"]  # the engine's default, left out of the config
     sw.update(switch or {})
+    lim.update(limits or {})
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
         raise ConfigError(f"`seed`: expected an integer in 0..2^64-1, got {seed!r}", "seed")
     cfg: dict[str, Any] = {"topology": topology_config(topology), "scheme": sch, "seed": seed}
     if traffic is not None:
         cfg["traffic"] = traffic_config(traffic)
-    for name, value in (("link", link), ("switch", sw), ("packet", packet), ("limits", limits)):
+    for name, value in (("link", link), ("switch", sw), ("packet", packet), ("limits", lim)):
         if value:
             cfg[name] = value
     if failures:

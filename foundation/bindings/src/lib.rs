@@ -177,6 +177,8 @@ fn simulate_packet(
     links.set_item("bytes", lcol(&|l| l.bytes))?;
     links.set_item("max_queue_bytes", lcol(&|l| l.max_queue_bytes))?;
     links.set_item("down_ps", lcol(&|l| l.down_ps))?;
+    links.set_item("pauses", lcol(&|l| l.pauses))?;
+    links.set_item("paused_ps", lcol(&|l| l.paused_ps))?;
     out.set_item("links", links)?;
     out.set_item("cct_ps", report.cct_ps)?;
     out.set_item("lower_bound_ps", report.lower_bound_ps)?;

@@ -130,6 +130,42 @@ impl Topology {
         Ok(())
     }
 
+    /// Switch `node` sends everything for edge switch `dst_edge` out of its port `port` alone,
+    /// shortest or not: a fixture for what the engine must survive (routing loops, the
+    /// cyclic buffer dependencies of a PFC deadlock), never a routing scheme. Undone by the
+    /// next `compute_routes`.
+    pub fn force_route(
+        &mut self,
+        node: NodeId,
+        dst_edge: NodeId,
+        port: PortId,
+    ) -> FabricResult<()> {
+        let owner = self.ports.get(port as usize).map(|p| p.owner);
+        if node < self.n_hosts
+            || owner != Some(node)
+            || self
+                .edge_index
+                .get(dst_edge as usize)
+                .is_none_or(|&e| e == u32::MAX)
+        {
+            return Err(config_err(
+                "route",
+                format!("port {port} is not a port of switch {node}, or {dst_edge} is not an edge switch"),
+            ));
+        }
+        let group = match self.groups.iter().position(|g| g[..] == [port]) {
+            Some(g) => g,
+            None => {
+                self.groups.push(vec![port]);
+                self.groups.len() - 1
+            }
+        };
+        let e = self.edge_index[dst_edge as usize] as usize;
+        self.route[(node - self.n_hosts) as usize * self.n_edges as usize + e] = group as GroupId;
+        self.flatten_groups();
+        Ok(())
+    }
+
     /// The groups again, flat, for the forwarding path (`group_ports`).
     fn flatten_groups(&mut self) {
         let mut group_start = vec![0u32];

@@ -24,6 +24,11 @@ pub enum Event {
     /// The fabric's i-th scheduled change (a link failing, detected, repaired; routes
     /// converging).
     Fabric(u32),
+    /// A receiver's pull pacer (`ReceiverPolicy::on_pacer`) at a host.
+    Pacer(u32),
+    /// Priority flow control at a port (`sim::pfc`): its id and what happens (PAUSE,
+    /// RESUME arriving there, or a deadlock check), packed by `sim::pfc::code`.
+    Pfc(u32),
 }
 
 impl Event {
@@ -37,6 +42,8 @@ impl Event {
             Event::Rto(i) => (4, i),
             Event::CcTimer(i) => (5, i),
             Event::Fabric(i) => (6, i),
+            Event::Pfc(i) => (7, i),
+            Event::Pacer(i) => (8, i),
         };
         kind << 32 | id as u64
     }
@@ -50,7 +57,9 @@ impl Event {
             3 => Event::HostWake(id),
             4 => Event::Rto(id),
             5 => Event::CcTimer(id),
-            _ => Event::Fabric(id),
+            6 => Event::Fabric(id),
+            7 => Event::Pfc(id),
+            _ => Event::Pacer(id),
         }
     }
 }
@@ -77,11 +86,11 @@ const FAR: usize = 64;
 const SPAN_BITS: u32 = BUCKET_BITS + NEAR_BITS;
 
 /// A heap event as a single sortable integer: time (48 bits, ps: up to 281 s),
-/// insertion sequence (45 bits), event kind and id (35 bits).
+/// insertion sequence (44 bits), event kind (4 bits) and id (32 bits).
 type Key = u128;
 const TIME_BITS: u32 = 48;
-const SEQ_BITS: u32 = 45;
-const EVENT_BITS: u32 = 35;
+const SEQ_BITS: u32 = 44;
+const EVENT_BITS: u32 = 36;
 const EVENT_MASK: u64 = (1 << EVENT_BITS) - 1;
 /// Latest time an event can carry.
 pub const MAX_TIME: Time = Time((1u64 << TIME_BITS) - 1);

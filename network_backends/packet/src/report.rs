@@ -51,6 +51,10 @@ pub struct LinkResult {
     pub max_queue_bytes: u64,
     /// How long the link was down during the run (failures).
     pub down_ps: u64,
+    /// PFC PAUSE frames that stopped this port, and how long its data priority stayed
+    /// paused up to the run's completion (0 without PFC).
+    pub pauses: u64,
+    pub paused_ps: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]

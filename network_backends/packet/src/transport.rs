@@ -23,6 +23,10 @@ pub mod flags {
     pub const TRIMMED: u8 = 1 << 3;
     /// A congestion notification (DCQCN's CNP), carried by the reply.
     pub const CNP: u8 = 1 << 4;
+    /// A pull: credit for one more packet from a receiver's pacer (EQDS). Its `seq` counts
+    /// the flow's pulls so far (a lost pull is made up by the next); it acknowledges
+    /// nothing, so only congestion control sees it.
+    pub const PULL: u8 = 1 << 6;
 }
 
 /// An in-band telemetry summary of the data packet's path: filled in only for a scheme
@@ -93,6 +97,10 @@ impl Feedback {
     #[inline]
     pub fn trimmed(&self) -> bool {
         self.flags & flags::TRIMMED != 0
+    }
+    #[inline]
+    pub fn pull(&self) -> bool {
+        self.flags & flags::PULL != 0
     }
     #[inline]
     pub fn cnp(&self) -> bool {

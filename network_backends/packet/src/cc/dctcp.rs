@@ -154,6 +154,7 @@ mod tests {
         }];
         let init = CcInit {
             paths: &paths,
+            flow_bytes: &[],
             line_rate: crate::units::Rate::from_gbps(100.0),
             mss: 4096,
             packet_wire_bytes: 4158,

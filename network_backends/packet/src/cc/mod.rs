@@ -5,6 +5,7 @@
 mod dcqcn;
 mod dctcp;
 mod hpcc;
+mod eqds;
 mod ideal;
 mod mcc;
 mod mswift;
@@ -26,6 +27,8 @@ use crate::units::{Dur, Rate, Time};
 pub struct CcInit<'a> {
     /// Each flow's unloaded path (hops, base RTT, BDP), indexed by flow id.
     pub paths: &'a [FlowPath],
+    /// Each flow's size in bytes, indexed by flow id (empty where not known: unit tests).
+    pub flow_bytes: &'a [u64],
     pub line_rate: Rate,
     /// Payload bytes of a full data packet (the MSS).
     pub mss: u32,
@@ -82,6 +85,26 @@ pub trait CongestionControl: Send {
     /// A timer the scheme armed for `flow` is due.
     fn on_timer(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}
 
+    /// The receiver policy the scheme needs on top of the loss-recovery scheme's (a pull
+    /// pacer, `receiver::names`); None: the loss-recovery scheme's alone.
+    fn receiver(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Packets `flow` may send before it needs a receiver's credit (receiver-driven
+    /// schemes; the pacer counts on it).
+    fn unsolicited_packets(&self, _flow: FlowId) -> u32 {
+        0
+    }
+
+    /// Whether the engine should call `on_send` (cached once: off, sends cost nothing).
+    fn counts_sends(&self) -> bool {
+        false
+    }
+
+    /// `flow` sent a data packet (only if `counts_sends`).
+    fn on_send(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}
+
     /// Named counts for reports (e.g. window cuts).
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
@@ -101,6 +124,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("dcqcn", dcqcn::build),
     ("hpcc", hpcc::build),
     ("mcc", mcc::build),
+    ("eqds", eqds::build),
 ];
 
 pub fn names() -> Vec<&'static str> {
@@ -182,6 +206,7 @@ pub(crate) mod testkit {
         pub fn init(&self) -> CcInit<'_> {
             CcInit {
                 paths: &self.paths,
+                flow_bytes: &[],
                 line_rate: self.rate,
                 mss: MSS,
                 packet_wire_bytes: WIRE,

@@ -1,23 +1,42 @@
 //! Queue disciplines: one trait, one file per scheme, a registry by name.
 //! A discipline decides, at a switch's output port, what happens to a data frame that
 //! does not fit in the buffer (dropped or trimmed to its header) and as it departs (an ECN
-//! mark); the engine owns the queues. INT stamping and PFC are for this family next.
+//! mark); the engine owns the queues. A discipline may also make the switches lossless
+//! (`lossless`: PFC thresholds the engine enforces per ingress, `sim::pfc`).
 //!
 //! To keep the common path free of calls, the engine asks `on_dequeue` only for departures
 //! that leave more than `dequeue_floor()` bytes behind (below it the discipline promises
 //! to do nothing).
 
+mod pfc;
 mod red;
 
-use crate::config::{Params, SwitchConfig};
+use crate::config::{LinkConfig, PacketConfig, Params, SwitchConfig};
 use crate::error::SimResult;
 use crate::topology::PortId;
+use crate::units::Dur;
 
 pub struct QdiscInit<'a> {
     pub switch: &'a SwitchConfig,
+    pub link: &'a LinkConfig,
+    pub packet: &'a PacketConfig,
     pub seed: u64,
     /// The loss-recovery scheme relies on trimming (`LossRecovery::wants_trimming`).
     pub trim: bool,
+}
+
+/// Priority flow control thresholds, per ingress (the upstream port feeding a switch), in
+/// bytes of data frames held (`qdisc::pfc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lossless {
+    /// Above this the switch pauses the upstream port's data priority.
+    pub xoff: u64,
+    /// At or below this (after a PAUSE) it resumes it.
+    pub xon: u64,
+    /// Bytes past `xoff` an ingress absorbs before frames are dropped.
+    pub headroom: u64,
+    /// A cycle of ports paused this long is a deadlock (the run ends with an error).
+    pub deadlock_after: Dur,
 }
 
 /// What becomes of a data frame that does not fit in its output buffer.
@@ -42,6 +61,12 @@ pub trait QueueDiscipline: Send {
         Overflow::Drop
     }
 
+    /// PFC thresholds if the discipline makes switches lossless (the engine then pauses
+    /// upstream ports; None, the default, costs nothing).
+    fn lossless(&self) -> Option<Lossless> {
+        None
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
@@ -49,7 +74,7 @@ pub trait QueueDiscipline: Send {
 
 type Factory = fn(&QdiscInit, &Params) -> SimResult<Box<dyn QueueDiscipline>>;
 
-const REGISTRY: &[(&str, Factory)] = &[("red", red::build)];
+const REGISTRY: &[(&str, Factory)] = &[("red", red::build), ("pfc", pfc::build)];
 
 pub fn names() -> Vec<&'static str> {
     crate::registry::names(REGISTRY)

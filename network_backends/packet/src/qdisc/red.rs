@@ -93,8 +93,11 @@ mod tests {
             ecn_pmax: 0.01,
             ..SwitchConfig::default()
         };
+        let (link, packet) = (Default::default(), Default::default());
         let init = QdiscInit {
             switch: &switch,
+            link: &link,
+            packet: &packet,
             seed: 7,
             trim: false,
         };

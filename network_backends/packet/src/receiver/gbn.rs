@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn acks_in_order_nacks_a_gap_once_and_reacks_duplicates() {
-        let mut r = build(&ReceiverInit { n_flows: 1 }, &Params::new()).unwrap();
+        let mut r = build(&ReceiverInit::plain(1), &Params::new()).unwrap();
         let mut at = |seq: u32, f: u8| {
             r.on_data(&Arrival {
                 flow: 0,

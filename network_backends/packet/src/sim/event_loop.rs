@@ -128,6 +128,8 @@ impl Simulation {
             Event::Rto(f) => self.on_rto(f),
             Event::CcTimer(f) => self.on_cc_timer(f),
             Event::Fabric(i) => self.on_fabric_change(i as usize),
+            Event::Pfc(i) => self.on_pfc(i),
+            Event::Pacer(h) => self.on_pacer(h),
         }
         match self.error.take() {
             Some(e) => Err(e),

@@ -95,9 +95,11 @@ impl Simulation {
             self.owe_send(port); // come back for the next frame
             return None;
         }
-        if self.hosts[h as usize].unblocked == 0 {
+        let host = &self.hosts[h as usize];
+        if host.unblocked == 0 || host.paused {
             // Only unblocked flows could send, and a flow is unblocked only by feedback, a
-            // timeout or a CC timer, each of which comes back here.
+            // timeout or a CC timer, each of which comes back here; a NIC PFC paused
+            // sends no data until its RESUME, which comes back here too.
             return None;
         }
         let n = self.hosts[h as usize].active.len();
@@ -147,12 +149,60 @@ impl Simulation {
             if send.retransmission {
                 self.flows[f as usize].retransmitted += 1;
             }
+            if self.cc_counts_sends {
+                self.count_send(f, at);
+            }
             self.hosts[h as usize].rr = idx + 1;
             self.transmit(port, pkt, at);
             self.owe_send(port);
             return None;
         }
         earliest
+    }
+
+    /// `cc.on_send` for a scheme that counts sends.
+    #[cold]
+    #[inline(never)]
+    fn count_send(&mut self, f: u32, at: Time) {
+        self.cc.on_send(f, at, &mut self.cc_timers);
+        if !self.cc_timers.is_empty() {
+            self.apply_cc_timers();
+        }
+    }
+
+    /// A data packet reached `h`: its pull pacer, if idle, may have work now.
+    #[cold]
+    #[inline(never)]
+    fn wake_pacer(&mut self, h: u32) {
+        if let Some(at) = self.receiver.pacer_wake(h, self.now) {
+            self.events.push(at, Event::Pacer(h));
+        }
+    }
+
+    /// The pull pacer of receiving host `h` runs: its pull goes out on the control priority.
+    pub(super) fn on_pacer(&mut self, h: u32) {
+        let port = self.host_nic_now(h);
+        let (pull, next) = self.receiver.on_pacer(h, self.now);
+        if let Some(at) = next {
+            self.events.push(at, Event::Pacer(h));
+        }
+        let Some(pull) = pull else { return };
+        let f = pull.flow;
+        let entropy = self.lb.ack_entropy(f, mix64(f as u64) as u32, self.now);
+        let src = self.hot[f as usize].src;
+        let pkt = Packet::new(
+            self.now,
+            f,
+            pull.seq,
+            entropy,
+            0,
+            src,
+            self.fabric.packet.ack_bytes as u16,
+            PULL | ACK,
+        );
+        self.live_packets += 1;
+        self.ports[port].q_hi.push_back(pkt);
+        self.host_send_at(h, port, self.now);
     }
 
     pub(super) fn payload(&self, p: &Packet) -> u64 {
@@ -175,7 +225,11 @@ impl Simulation {
             flags: p.flags(),
             now: self.now,
         };
-        let Reply::Ack { seq, flags } = self.receiver.on_data(&arrival) else {
+        let reply = self.receiver.on_data(&arrival);
+        if self.rx_paces {
+            self.wake_pacer(h);
+        }
+        let Reply::Ack { seq, flags } = reply else {
             if self.int_on {
                 self.int_take(&p);
             }

@@ -36,6 +36,7 @@ mod failures;
 mod host;
 mod int;
 mod packet;
+mod pfc;
 mod ports;
 #[cfg(test)]
 pub(crate) mod probe;
@@ -45,6 +46,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
+use crate::transport::flags::PULL;
 use failures::FailureState;
 use packet::{Packet, ACK, GAP_LATE, LOST, TRIMMED};
 
@@ -111,6 +113,9 @@ struct HostRt {
     unblocked: u32,
     rr: usize,
     wake_at: Option<Time>,
+    /// PFC paused its NIC's data priority (as `pfc::PfcState::paused` for its port; kept
+    /// here too, beside what the send loop reads anyway).
+    paused: bool,
 }
 
 /// The per-flow fields read on every packet, kept apart from `FlowRt` in one small
@@ -173,6 +178,12 @@ pub struct Simulation {
     loss: Box<dyn LossRecovery>,
     receiver: Box<dyn ReceiverPolicy>,
     qdisc: Box<dyn QueueDiscipline>,
+    /// `receiver.paces()`: data arrivals may wake the receiver's pull pacer.
+    rx_paces: bool,
+    /// `cc.counts_sends()`: each data packet sent goes to `cc.on_send`.
+    cc_counts_sends: bool,
+    /// PFC's ingress accounting and pause state, if the queue discipline is lossless.
+    pfc: Option<Box<pfc::PfcState>>,
     /// `qdisc.dequeue_floor()`: departures leaving no more behind skip the discipline.
     qdisc_floor: u64,
     /// Requests the CC scheme made during its last call (applied by `apply_cc_timers`).

@@ -38,7 +38,12 @@ pub(super) const TRIMMED: u8 = crate::transport::flags::TRIMMED;
 /// The engine's own: a frame its link loses (never seen by a scheme).
 pub(super) const LOST: u8 = 1 << 5;
 const _: () = assert!(
-    LOST & (ACK | ECN | TRIMMED | crate::transport::flags::NACK | crate::transport::flags::CNP)
+    LOST & (ACK
+        | ECN
+        | TRIMMED
+        | crate::transport::flags::NACK
+        | crate::transport::flags::CNP
+        | crate::transport::flags::PULL)
         == 0
 );
 const _: () = assert!(

@@ -120,8 +120,10 @@ impl Simulation {
             self.drop_packet(port, pkt);
         } else if node < self.topo.n_hosts {
             self.host_receive(node, pkt);
-        } else {
+        } else if self.pfc.is_none() {
             self.switch_receive(node, pkt);
+        } else {
+            self.pfc_switch_receive(port, node, pkt);
         }
     }
 
@@ -147,13 +149,22 @@ impl Simulation {
     }
 
     pub(super) fn switch_receive(&mut self, node: u32, p: Packet) {
+        if let Some(out) = self.route(node, p) {
+            self.enqueue(out as usize, p);
+        }
+    }
+
+    /// The output port switch `node` sends `p` out of (None: it has no route; `p` is lost).
+    #[inline(always)]
+    pub(super) fn route(&mut self, node: u32, p: Packet) -> Option<PortId> {
         let dst_edge = self.topo.host_edge[p.dst() as usize];
         let out = if dst_edge == node {
             self.topo.host_down_port[p.dst() as usize]
         } else {
             let group = self.topo.group_towards(node, dst_edge);
             if group == NO_GROUP {
-                return self.unroutable(p);
+                self.unroutable(p);
+                return None;
             }
             let n = self.topo.group_ports(group).len();
             if n == 1 {
@@ -187,7 +198,7 @@ impl Simulation {
                 self.lb.choose_port(&view, &hdr)
             }
         };
-        self.enqueue(out as usize, p);
+        Some(out)
     }
 
     pub(super) fn enqueue(&mut self, port: usize, p: Packet) {
@@ -200,8 +211,10 @@ impl Simulation {
     }
 
     /// Queues (or sends straight on) a frame of `wire` bytes that fits in the port.
+    /// On a lossless fabric only control frames come here, from `pfc_enqueue`, which
+    /// starts a paused idle port's control frame itself (`pfc_kick`).
     #[inline(always)]
-    fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
+    pub(super) fn enqueue_fitting(&mut self, port: usize, p: Packet, wire: u64) {
         // (A switch port's queues are empty exactly when it has no bytes queued.)
         if self.ports[port].busy_until <= self.now && self.ports[port].queued == 0 {
             // Straight through an idle port: no queue, no mark.
@@ -228,7 +241,7 @@ impl Simulation {
     /// twice that for the control priority (ACKs, trimmed headers), as UET caps its
     /// high-priority queue, so that replies and NACKs get through a port that data fills.
     #[inline(always)]
-    fn admits(&self, flags: u8) -> u64 {
+    pub(super) fn admits(&self, flags: u8) -> u64 {
         let control = flags & (ACK | TRIMMED) != 0;
         self.fabric.switch.buffer_bytes << control as u32
     }
@@ -237,7 +250,7 @@ impl Simulation {
     /// goes on trimmed if the discipline trims; anything else is dropped.
     #[cold]
     #[inline(never)]
-    fn overflow(&mut self, port: usize, p: Packet) {
+    pub(super) fn overflow(&mut self, port: usize, p: Packet) {
         let header = self.fabric.packet.header_bytes as u64;
         let fits = self.ports[port].queued + header <= self.admits(ACK);
         let data = p.flags() & (ACK | TRIMMED) == 0;
@@ -302,7 +315,10 @@ impl Simulation {
     pub(super) fn dequeue_until(&mut self, port: usize, upto: Time) {
         loop {
             let at = self.ports[port].busy_until;
-            self.dequeue_at(port, at);
+            // (Nothing sent: PFC paused the port with only data queued.)
+            if !self.dequeue_at(port, at) {
+                return;
+            }
             if self.ports[port].busy_until > upto || self.ports[port].queued == 0 {
                 return;
             }
@@ -312,10 +328,12 @@ impl Simulation {
     /// A switch port with frames queued and none on its link has nothing that will catch
     /// it up: ask for an event when it frees up. Needed only after its link lost a frame,
     /// its wake-up fired or a packet joined its queue: a catch-up that sends a frame leaves
-    /// one on the link, and one that sends nothing changes nothing.
+    /// one on the link, and one that sends nothing changes nothing. A port PFC paused with
+    /// only data queued waits for its RESUME instead.
     #[inline]
     pub(super) fn keep_draining(&mut self, port: usize) {
-        if self.ports[port].queued > 0 && self.ports[port].wire.is_empty() {
+        let rt = &self.ports[port];
+        if rt.queued > 0 && rt.wire.is_empty() && (self.pfc.is_none() || self.pfc_may_send(port)) {
             self.wake_port(port);
         }
     }
@@ -332,12 +350,30 @@ impl Simulation {
     }
 
     /// The departure of a switch port's next frame at `at`: ACKs first; the queue
-    /// discipline decides on an ECN mark from the backlog it leaves behind.
-    pub(super) fn dequeue_at(&mut self, port: usize, at: Time) {
+    /// discipline decides on an ECN mark from the backlog it leaves behind. False if it
+    /// sent nothing (no frame, or only data while PFC pauses the port).
+    // Always inlined into `dequeue_until`'s loop, its hot caller (the other callers are PFC's).
+    #[inline(always)]
+    pub(super) fn dequeue_at(&mut self, port: usize, at: Time) -> bool {
+        let lossless = self.pfc.is_some();
         let rt = &mut self.ports[port];
-        let Some(mut pkt) = rt.q_hi.pop_front().or_else(|| rt.q_lo.pop_front()) else {
-            return;
+        let pkt = match rt.q_hi.pop_front() {
+            Some(pkt) => pkt,
+            // Data on a lossless fabric: PFC may hold it, and accounts for it.
+            None if lossless => return self.pfc_dequeue_data(port, at),
+            None => match rt.q_lo.pop_front() {
+                Some(pkt) => pkt,
+                None => return false,
+            },
         };
+        self.depart(port, pkt, at);
+        true
+    }
+
+    /// The departure of `pkt`, just taken from `port`'s queue, at `at`.
+    #[inline(always)]
+    pub(super) fn depart(&mut self, port: usize, mut pkt: Packet, at: Time) {
+        let rt = &mut self.ports[port];
         // The port's next departure reads the new head, often on a line not touched
         // since it was queued: start loading it now (it is needed a frame time or more
         // from now, when a packet arrives at the port or one it sent reaches the far end).

@@ -4,11 +4,15 @@ use super::*;
 
 impl Simulation {
     pub(super) fn scheme_counters(&self) -> Vec<(String, u64)> {
+        let mut qdisc = self.qdisc.counters();
+        if let Some(pfc) = &self.pfc {
+            qdisc.extend(pfc.counters());
+        }
         let families = [
             ("cc", self.cc.counters()),
             ("loss", self.loss.counters()),
             ("receiver", self.receiver.counters()),
-            ("qdisc", self.qdisc.counters()),
+            ("qdisc", qdisc),
         ];
         (families.into_iter())
             .flat_map(|(family, c)| {
@@ -107,6 +111,7 @@ impl Simulation {
             }
         }
         let live = self.live_packets;
+        let paused_ps = self.pfc_paused_until(completed_at);
         let links = (self.ports.iter().enumerate())
             .map(|(i, rt)| LinkResult {
                 owner: self.topo.ports[i].owner,
@@ -118,6 +123,8 @@ impl Simulation {
                 down_ps: self.failures.down_ps.get(&(i as u32)).copied().unwrap_or(0)
                     + (self.failures.down_since.get(&(i as u32)))
                         .map_or(0, |&since| completed_at.0.saturating_sub(since.0)),
+                pauses: self.pfc.as_ref().map_or(0, |p| p.pauses[i]),
+                paused_ps: paused_ps[i],
             })
             .collect();
         Report {

@@ -14,6 +14,9 @@ impl Simulation {
             }
             return;
         }
+        if p.flags() & PULL != 0 {
+            return self.on_pull(h, port, p);
+        }
         let mut fb = Feedback {
             flow: f,
             now: self.now,
@@ -70,9 +73,35 @@ impl Simulation {
         self.cc.on_feedback_int(fb, hops, &mut self.cc_timers);
     }
 
+    /// A pull reached the sender: credit, for congestion control alone (it acknowledges
+    /// nothing; see `transport::flags::PULL`).
+    #[cold]
+    fn on_pull(&mut self, h: u32, port: usize, p: Packet) {
+        let f = p.flow();
+        let fb = Feedback {
+            flow: f,
+            now: self.now,
+            seq: p.seq(),
+            echo: p.echo(),
+            flags: p.flags() & !(ACK | LOST),
+            rtt: self.now - p.sent_at(),
+            hops: self.hot[f as usize].hops as u32,
+            int: IntSummary::default(),
+            newly_acked: 0,
+            complete: false,
+            in_flight: self.loss.in_flight_bytes(f),
+        };
+        self.cc.on_feedback(&fb, &mut self.cc_timers);
+        if !self.cc_timers.is_empty() {
+            self.apply_cc_timers();
+        }
+        self.set_blocked(f, self.loss.nothing_due(f));
+        self.host_send_at(h, port, self.now);
+    }
+
     /// Arms and cancels the CC timers requested during the scheme's last call.
     #[cold]
-    fn apply_cc_timers(&mut self) {
+    pub(super) fn apply_cc_timers(&mut self) {
         let mut timers = std::mem::take(&mut self.cc_timers);
         for (f, at) in timers.drain() {
             let at = at.map(|t| t.max(self.now));

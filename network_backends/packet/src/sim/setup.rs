@@ -121,6 +121,7 @@ impl Simulation {
             &scheme.cc,
             &CcInit {
                 paths: &paths,
+                flow_bytes: &specs.iter().map(|f| f.bytes).collect::<Vec<_>>(),
                 line_rate: rate,
                 mss: fab.packet.payload_bytes,
                 packet_wire_bytes: fab.packet.payload_bytes + fab.packet.header_bytes,
@@ -135,10 +136,29 @@ impl Simulation {
             },
             &scheme.loss_params,
         )?;
+        // A receiver-driven CC's pacer answers data packets with the policy the loss
+        // recovery (or `scheme.receiver`) names; the pacer takes `receiver_params` then.
+        let answer = scheme.receiver.as_deref().unwrap_or(loss.receiver());
+        let dst: Vec<u32> = specs.iter().map(|f| f.dst).collect();
+        let packets: Vec<u32> = (specs.iter())
+            .map(|f| timing.packets(f.bytes).0 as u32)
+            .collect();
+        let unsolicited: Vec<u32> = (0..specs.len() as u32)
+            .map(|f| cc.unsolicited_packets(f))
+            .collect();
         let mut receiver = receiver::build(
-            scheme.receiver.as_deref().unwrap_or(loss.receiver()),
+            cc.receiver().unwrap_or(answer),
             &ReceiverInit {
                 n_flows: specs.len(),
+                dst: &dst,
+                packets: &packets,
+                unsolicited: &unsolicited,
+                n_hosts: topo.n_hosts,
+                frame_time: rate.serialization(
+                    (fab.packet.payload_bytes + fab.packet.header_bytes + fab.packet.gap_bytes)
+                        as u64,
+                ),
+                inner: answer,
             },
             &scheme.receiver_params,
         )?;
@@ -149,6 +169,8 @@ impl Simulation {
             &scheme.qdisc,
             &QdiscInit {
                 switch: &fab.switch,
+                link: &fab.link,
+                packet: &fab.packet,
                 seed,
                 trim: loss.wants_trimming(),
             },
@@ -264,7 +286,13 @@ impl Simulation {
             !p.owner_is_host || (p.arrive_delay >= gap && rto >= p.arrive_delay)
         });
         let salts = lb::switch_salts(seed, topo.n_nodes());
+        let pfc = qdisc
+            .lossless()
+            .map(|cfg| Box::new(pfc::PfcState::new(cfg, &topo)));
         let mut sim = Simulation {
+            pfc,
+            rx_paces: receiver.paces(),
+            cc_counts_sends: cc.counts_sends(),
             rto,
             qdisc_floor: qdisc.dequeue_floor(),
             qdisc,
