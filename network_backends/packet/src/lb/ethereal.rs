@@ -4,13 +4,16 @@
 //! only the r = n mod s remaining flows are split, each into s/g subflows
 //! (g = gcd(r, s)), and every path gets r/g of those. By Theorem 1 every path then
 //! carries exactly f*n/s, with r*(s-g)/g extra flows. Flows start after a small
-//! random jitter (against repetitive incasts). A flow timeout moves the flow's
-//! subflows to random paths not marked bad, and marks the old ones bad for
-//! `bad_path_reset_us`. Subflows take turns packet by packet, so each carries an
-//! equal share of the flow (to one packet).
+//! random jitter (against repetitive incasts). A flow timeout moves the subflows
+//! that went longest without an acknowledgement (every subflow until one is acked)
+//! to random paths not marked bad, and marks their old paths bad for
+//! `bad_path_reset_us`: the subflows still acked keep their paths, as each of the
+//! paper's subflows is its own queue pair with its own timeout. Subflows take turns
+//! packet by packet, so each carries an equal share of the flow (to one packet).
 
 use super::source_route::SourceRoutes;
 use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
+use crate::transport::Feedback;
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
@@ -25,6 +28,8 @@ pub struct Ethereal {
     routes: SourceRoutes,
     /// Per flow: the path id of each of its subflows (one for an unsplit flow).
     paths: Vec<Vec<u32>>,
+    /// Per flow and subflow: when a reply last echoed the subflow's path (or it was moved).
+    last_ack: Vec<Vec<Time>>,
     /// Per flow: its source host and number of paths to its destination.
     src_and_paths: Vec<(u32, u32)>,
     extra_flows: u64,
@@ -92,9 +97,11 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
         .iter()
         .map(|f| (f.src, routes.paths_between(f.src, f.dst)))
         .collect();
+    let last_ack = paths.iter().map(|p| vec![Time::ZERO; p.len()]).collect();
     Ok(Box::new(Ethereal {
         routes,
         paths,
+        last_ack,
         src_and_paths,
         extra_flows,
         jitter_ps: (jitter_ns * 1e3).round() as u64,
@@ -115,20 +122,32 @@ impl LoadBalancer for Ethereal {
         p[seq as usize % p.len()]
     }
 
+    fn on_feedback(&mut self, fb: &Feedback) {
+        let (paths, acked) = (&self.paths[fb.flow as usize], &mut self.last_ack[fb.flow as usize]);
+        let slot = fb.seq as usize % paths.len();
+        if paths[slot] == fb.echo {
+            acked[slot] = fb.now;
+        }
+    }
+
     fn on_timeout(&mut self, flow: FlowId, now: Time) {
         let (src, s) = self.src_and_paths[flow as usize];
-        for old in self.paths[flow as usize].clone() {
-            self.bad.insert((src, old), now + self.reset);
+        let acked = &self.last_ack[flow as usize];
+        let stalest = *acked.iter().min().expect("a flow has a subflow");
+        let dead: Vec<usize> = (0..acked.len()).filter(|&i| acked[i] == stalest).collect();
+        for &i in &dead {
+            self.bad.insert((src, self.paths[flow as usize][i]), now + self.reset);
         }
         let good: Vec<u32> = (0..s)
             .filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now))
             .collect();
-        for slot in self.paths[flow as usize].iter_mut() {
-            *slot = if good.is_empty() {
+        for &i in &dead {
+            self.paths[flow as usize][i] = if good.is_empty() {
                 self.rng.gen_range(0..s)
             } else {
                 good[self.rng.gen_range(0..good.len())]
             };
+            self.last_ack[flow as usize][i] = now;
         }
         self.reroutes += 1;
     }
