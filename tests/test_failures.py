@@ -67,3 +67,19 @@ def test_an_iteration_runs_over_a_fabric_with_a_failed_link(tmp_path):
                            backend="packet", scheme="host_spray")
     assert failed.iteration_ns > intact.iteration_ns
     assert json.dumps(failed.network_counters)  # counters still reported
+
+
+def test_ethereal_moves_only_the_subflow_on_a_dead_link():
+    """Leaf-spine 8 x 8 at 400 Gbps, an 8 MiB permutation under DCTCP + PFC, the leaf 0 -
+    spine 0 link down from 5 us for longer than the run (routes never change). With one flow
+    per source every flow is split over all 8 spines, so each has a subflow on the dead link.
+    A timeout must move that subflow only: Ethereal then finishes before packet spraying
+    (which keeps spraying into the dead port) and reroutes at most once per flow. Moving
+    every subflow of a timed-out flow kept one on the dead link: 26.3 ms and 88 reroutes."""
+    fail = {"links": [{"nodes": [64, 72], "down_at_us": 5}], "detection_us": 100000}
+    run = {lb: simulate({"kind": "leaf_spine", "leaves": 8, "spines": 8, "hosts_per_leaf": 8}, "permutation:size=8MiB",
+                        scheme="dctcp_pfc", lb=lb, link={"rate_gbps": 400, "latency_ns": 500}, failures=fail, seed=1)
+           for lb in ("ethereal", "host_spray")}
+    assert run["ethereal"].cct_us < run["host_spray"].cct_us
+    assert run["ethereal"].summary["lb_counters"]["reroutes"] <= 64
+    assert run["ethereal"].summary["frames_blackholed"] > 0  # the failure did hit it
