@@ -4,6 +4,7 @@
 use pyo3::create_exception;
 
 mod servers;
+mod tables;
 
 /// mimalloc for everything Rust allocates (Python's objects keep Python's allocator).
 /// The engine keeps thousands of small per-port and per-flow buffers; mimalloc packs
@@ -444,13 +445,11 @@ fn simulate_system(
                     }
                 }
             }
-            _ => {
-                return Err(bad_input(
-                    "backend",
-                    "analytical:flow takes ASTRA-sim dimensions (dims) or a packet fabric (config, \
+            _ => return Err(bad_input(
+                "backend",
+                "analytical:flow takes ASTRA-sim dimensions (dims) or a packet fabric (config, \
                      with servers and placement)",
-                ))
-            }
+            )),
         },
         BackendSpec::Packet {
             config,
@@ -562,47 +561,11 @@ fn simulate_system(
         counters.set_item("events", rep.events)?;
         counters.set_item("data_bytes_sent", rep.data_bytes_sent)?;
         counters.set_item("data_bytes_delivered", rep.data_bytes_delivered)?;
-        out.set_item("links", packet_links(py, rep)?)?;
-        out.set_item("stages", packet_stages(py, rep)?)?;
+        out.set_item("links", tables::packet_links(py, rep)?)?;
+        out.set_item("stages", tables::packet_stages(py, rep)?)?;
     }
     out.set_item("network_counters", counters)?;
     Ok(out.into_any().unbind())
-}
-
-/// Per link of a driven packet run: columns of `LinkResult`.
-fn packet_links<'py>(
-    py: Python<'py>,
-    rep: &tracefabric_packet::report::Report,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let l = &rep.links;
-    d.set_item("owner", l.iter().map(|x| x.owner).collect::<Vec<_>>())?;
-    d.set_item("peer", l.iter().map(|x| x.peer).collect::<Vec<_>>())?;
-    d.set_item("stage", l.iter().map(|x| x.stage.as_str()).collect::<Vec<_>>())?;
-    d.set_item("data_bytes", l.iter().map(|x| x.data_bytes).collect::<Vec<_>>())?;
-    d.set_item("bytes", l.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
-    d.set_item("max_queue_bytes", l.iter().map(|x| x.max_queue_bytes).collect::<Vec<_>>())?;
-    d.set_item("down_ps", l.iter().map(|x| x.down_ps).collect::<Vec<_>>())?;
-    Ok(d)
-}
-
-/// Per stage (tier to tier) of a driven packet run: columns of `StageStats`.
-fn packet_stages<'py>(
-    py: Python<'py>,
-    rep: &tracefabric_packet::report::Report,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let s = &rep.stages;
-    d.set_item("stage", s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>())?;
-    d.set_item("ports", s.iter().map(|x| x.ports).collect::<Vec<_>>())?;
-    d.set_item("max_queue_bytes", s.iter().map(|x| x.max_queue_bytes).collect::<Vec<_>>())?;
-    d.set_item("mean_queue_bytes", s.iter().map(|x| x.mean_queue_bytes).collect::<Vec<_>>())?;
-    d.set_item("utilization", s.iter().map(|x| x.utilization).collect::<Vec<_>>())?;
-    d.set_item("max_link_load", s.iter().map(|x| x.max_link_load).collect::<Vec<_>>())?;
-    d.set_item("drops", s.iter().map(|x| x.drops).collect::<Vec<_>>())?;
-    d.set_item("trims", s.iter().map(|x| x.trims).collect::<Vec<_>>())?;
-    d.set_item("ecn_marks", s.iter().map(|x| x.ecn_marks).collect::<Vec<_>>())?;
-    Ok(d)
 }
 
 const COLLECTIVE_FLOWS_MAX_RANKS: u32 = 4096;

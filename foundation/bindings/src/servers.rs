@@ -40,7 +40,10 @@ pub fn layout(
     if placement.len() as u32 != ranks {
         return Err(config_error(
             "placement",
-            format!("{} ranks placed but the workload has {ranks}", placement.len()),
+            format!(
+                "{} ranks placed but the workload has {ranks}",
+                placement.len()
+            ),
         ));
     }
     let layout = ServerLayout::new(placement, spec.gpus, spec.nics, topo)

@@ -82,7 +82,12 @@ impl<N: Network> Servers<N> {
 pub fn fabric_request(layout: &ServerLayout, f: &FlowRequest) -> FlowRequest {
     let (src, dst) = (layout.host(f.src), layout.host(f.dst));
     if layout.gpus_per_server > 1 && layout.server(f.src) == layout.server(f.dst) {
-        return FlowRequest { bytes: 0, src, dst: src, ..*f };
+        return FlowRequest {
+            bytes: 0,
+            src,
+            dst: src,
+            ..*f
+        };
     }
     FlowRequest { src, dst, ..*f }
 }
@@ -97,7 +102,11 @@ impl<N: Network> Network for Servers<N> {
         if self.inside(f.src, f.dst) {
             self.up_bytes += f.bytes;
             let slot = |r: u32| self.layout.slot_of_rank[r as usize];
-            let req = FlowRequest { src: slot(f.src), dst: slot(f.dst), ..f };
+            let req = FlowRequest {
+                src: slot(f.src),
+                dst: slot(f.dst),
+                ..f
+            };
             return self.up.as_mut().expect("inside").start_flow(req, at);
         }
         if f.src != f.dst {
@@ -130,7 +139,11 @@ impl<N: Network> Network for Servers<N> {
         c.push(("scale_up_bytes".into(), self.up_bytes));
         c.push(("scale_out_bytes".into(), self.out_bytes));
         if let Some(up) = &self.up {
-            c.extend(up.counters().into_iter().map(|(k, v)| (format!("scale_up.{k}"), v)));
+            c.extend(
+                up.counters()
+                    .into_iter()
+                    .map(|(k, v)| (format!("scale_up.{k}"), v)),
+            );
         }
         c
     }
@@ -167,7 +180,12 @@ mod tests {
     }
 
     fn req(id: u64, src: u32, dst: u32, bytes: u64) -> FlowRequest {
-        FlowRequest { id, src, dst, bytes }
+        FlowRequest {
+            id,
+            src,
+            dst,
+            bytes,
+        }
     }
 
     /// bytes at `gbps` plus latency, in ps.

@@ -54,12 +54,17 @@ impl ServerLayout {
                 );
             }
             if std::mem::replace(&mut seen[slot as usize], true) {
-                return bad("placement", format!("rank {rank} on GPU slot {slot}, already taken by another rank"));
+                return bad(
+                    "placement",
+                    format!("rank {rank} on GPU slot {slot}, already taken by another rank"),
+                );
             }
         }
         let host_of_slot = match nics {
             NicLayout::Packed => (0..hosts).collect(),
-            NicLayout::Rail => rail_hosts(gpus_per_server, topo).map_err(|m| ("servers.nics".to_string(), m))?,
+            NicLayout::Rail => {
+                rail_hosts(gpus_per_server, topo).map_err(|m| ("servers.nics".to_string(), m))?
+            }
         };
         Ok(ServerLayout {
             gpus_per_server,
@@ -114,7 +119,12 @@ mod tests {
     use crate::units::{Dur, Rate};
 
     fn fat_tree(k: u32) -> Topology {
-        Topology::build(&TopologyConfig::FatTree { k }, Rate::from_gbps(100.0), Dur(500_000)).unwrap()
+        Topology::build(
+            &TopologyConfig::FatTree { k },
+            Rate::from_gbps(100.0),
+            Dur(500_000),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -124,13 +134,21 @@ mod tests {
         let hosts = rail_hosts(8, &topo).unwrap();
         let mut sorted = hosts.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, (0..128).collect::<Vec<_>>(), "a permutation of the hosts");
+        assert_eq!(
+            sorted,
+            (0..128).collect::<Vec<_>>(),
+            "a permutation of the hosts"
+        );
         let edge = |slot: u32| topo.host_edge[hosts[slot as usize] as usize];
         for s in 0..16u32 {
             for i in 0..8u32 {
                 let group_mate = (s / 4) * 4 + (s + 1) % 4; // another server of the rail group
                 assert_eq!(edge(s * 8 + i), edge(group_mate * 8 + i));
-                assert_ne!(edge(s * 8 + i), edge(s * 8 + (i + 1) % 8), "a server's GPUs on different rails");
+                assert_ne!(
+                    edge(s * 8 + i),
+                    edge(s * 8 + (i + 1) % 8),
+                    "a server's GPUs on different rails"
+                );
             }
         }
     }
@@ -142,11 +160,23 @@ mod tests {
         assert_eq!((ok.server(0), ok.server(1), ok.server(2)), (3, 0, 1));
         assert_eq!(ok.host(0), 15);
         let field = |r: Result<ServerLayout, (String, String)>| r.unwrap_err().0;
-        assert_eq!(field(ServerLayout::new(vec![16], 4, NicLayout::Packed, &topo)), "placement");
-        assert_eq!(field(ServerLayout::new(vec![1, 1], 4, NicLayout::Packed, &topo)), "placement");
-        assert_eq!(field(ServerLayout::new(vec![0], 3, NicLayout::Packed, &topo)), "servers.gpus");
+        assert_eq!(
+            field(ServerLayout::new(vec![16], 4, NicLayout::Packed, &topo)),
+            "placement"
+        );
+        assert_eq!(
+            field(ServerLayout::new(vec![1, 1], 4, NicLayout::Packed, &topo)),
+            "placement"
+        );
+        assert_eq!(
+            field(ServerLayout::new(vec![0], 3, NicLayout::Packed, &topo)),
+            "servers.gpus"
+        );
         // k = 4: 8 edge switches of 2 hosts; 8 GPUs per server -> rails fit (8 % 8 == 0).
         assert!(ServerLayout::new(vec![0], 8, NicLayout::Rail, &topo).is_ok());
-        assert_eq!(field(ServerLayout::new(vec![0], 16, NicLayout::Rail, &topo)), "servers.nics");
+        assert_eq!(
+            field(ServerLayout::new(vec![0], 16, NicLayout::Rail, &topo)),
+            "servers.nics"
+        );
     }
 }

@@ -4,8 +4,8 @@
 
 mod dcqcn;
 mod dctcp;
-mod hpcc;
 mod eqds;
+mod hpcc;
 mod ideal;
 mod mcc;
 mod mswift;

@@ -13,12 +13,12 @@
 
 use super::source_route::SourceRoutes;
 use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
-use crate::transport::Feedback;
 use crate::config::Params;
 use crate::error::SimResult;
 use crate::params::ParamReader;
 use crate::rng::{derive_rng, Rng};
 use crate::topology::{PortId, Topology};
+use crate::transport::Feedback;
 use crate::units::{Dur, Time, PS_PER_US};
 use rand::seq::SliceRandom;
 use rand::Rng as _;
@@ -123,7 +123,10 @@ impl LoadBalancer for Ethereal {
     }
 
     fn on_feedback(&mut self, fb: &Feedback) {
-        let (paths, acked) = (&self.paths[fb.flow as usize], &mut self.last_ack[fb.flow as usize]);
+        let (paths, acked) = (
+            &self.paths[fb.flow as usize],
+            &mut self.last_ack[fb.flow as usize],
+        );
         let slot = fb.seq as usize % paths.len();
         if paths[slot] == fb.echo {
             acked[slot] = fb.now;
@@ -136,7 +139,8 @@ impl LoadBalancer for Ethereal {
         let stalest = *acked.iter().min().expect("a flow has a subflow");
         let dead: Vec<usize> = (0..acked.len()).filter(|&i| acked[i] == stalest).collect();
         for &i in &dead {
-            self.bad.insert((src, self.paths[flow as usize][i]), now + self.reset);
+            self.bad
+                .insert((src, self.paths[flow as usize][i]), now + self.reset);
         }
         let good: Vec<u32> = (0..s)
             .filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now))

@@ -67,8 +67,7 @@ mod tests {
 
     #[test]
     fn a_marked_flow_gets_one_cnp_per_interval() {
-        let inner =
-            crate::receiver::build("ack", &ReceiverInit::plain(2), &Params::new()).unwrap();
+        let inner = crate::receiver::build("ack", &ReceiverInit::plain(2), &Params::new()).unwrap();
         let mut r = wrap(inner, Dur(50_000_000), 2);
         let mut at = |flow: u32, us: u64, f: u8| match r.on_data(&Arrival {
             flow,
