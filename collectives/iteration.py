@@ -126,8 +126,8 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
                           "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
     from ..network_backends.packet import build_config, fabric_hosts
+    servers = check_servers(net.config["servers"], net.path) if "servers" in net.config else None
     try:
-        servers = check_servers(net.config["servers"], net.path) if "servers" in net.config else None
         cfg = build_config(net.config["topology"], None, seed=net.config.get("seed", 0),
                            link=net.config.get("link"), switch=net.config.get("switch"), packet=net.config.get("packet"),
                            limits=net.config.get("limits"), failures=net.config.get("failures"), **scheme)
@@ -154,6 +154,12 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
                               "(servers.gpus); hierarchical collectives need whole servers", "servers.gpus")
         # Inside a server (dimension 0), then across servers (dimension 1), as synthesis lays ranks out.
         dims = [gpus] + ([ranks // gpus] if ranks > gpus else [])
+        for r in range(0, ranks, gpus) if slots is not None else ():
+            split = next((r + i for i in range(gpus) if slots[r + i] // gpus != slots[r] // gpus), None)
+            if split is not None:
+                raise ConfigError(f"placement ({how}): rank {split} is on server {slots[split] // gpus} but rank {r} on "
+                                  f"server {slots[r] // gpus}; hierarchical collectives need ranks {r}..{r + gpus - 1} "
+                                  "(one server's worth) on one server", "placement")
     return spec, dims, how
 
 
@@ -189,7 +195,9 @@ def simulate(
         raw = _core.simulate_system(json.dumps(engine_input(w, sys_cfg, mem, astra=astra)), json.dumps(engine_system),
                                     json.dumps(spec))
     except _core.SystemLayerError as e:
-        raise from_system(e, sys_cfg.path) from None
+        field = str(e.args[2]) if len(e.args) > 2 else ""
+        # The servers section is the network file's, checked against its fabric in Rust.
+        raise from_system(e, net.path if field.startswith("servers") else sys_cfg.path) from None
     except _core.EngineError as e:  # the packet fabric's own config checks
         raise from_engine(e) from None
     ranks = pd.DataFrame(raw["ranks"])

@@ -74,12 +74,13 @@ def test_ethereal_moves_only_the_subflow_on_a_dead_link():
     spine 0 link down from 5 us for longer than the run (routes never change). With one flow
     per source every flow is split over all 8 spines, so each has a subflow on the dead link.
     A timeout must move that subflow only: Ethereal then finishes before packet spraying
-    (which keeps spraying into the dead port) and reroutes at most once per flow. Moving
-    every subflow of a timed-out flow kept one on the dead link: 26.3 ms and 88 reroutes."""
+    (which keeps spraying into the dead port) and reroutes fewer times than there are flows
+    (64). Moving every subflow of a timed-out flow kept one on the dead link: 26.3 ms and 88
+    reroutes."""
     fail = {"links": [{"nodes": [64, 72], "down_at_us": 5}], "detection_us": 100000}
     run = {lb: simulate({"kind": "leaf_spine", "leaves": 8, "spines": 8, "hosts_per_leaf": 8}, "permutation:size=8MiB",
                         scheme="dctcp_pfc", lb=lb, link={"rate_gbps": 400, "latency_ns": 500}, failures=fail, seed=1)
            for lb in ("ethereal", "host_spray")}
     assert run["ethereal"].cct_us < run["host_spray"].cct_us
-    assert run["ethereal"].summary["lb_counters"]["reroutes"] <= 64
+    assert run["ethereal"].summary["lb_counters"]["reroutes"] < 64
     assert run["ethereal"].summary["frames_blackholed"] > 0  # the failure did hit it

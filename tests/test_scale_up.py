@@ -115,6 +115,26 @@ def test_servers_are_checked_against_the_fabric_and_the_workload(tmp_path):
         assert e.value.field == field, (servers, str(e.value))
 
 
+def test_servers_errors_name_the_network_file_once_and_placements_keep_servers_whole(tmp_path):
+    """A bad `servers` key names the network file (once), also when the fabric refuses it
+    (rail NICs need the edge switches to be a multiple of the GPUs per server: k = 4 has 8,
+    not 16), never the system file; a placement splitting a server's ranks is refused."""
+    import yaml
+
+    p = write_microbenchmark(tmp_path / "ets", 16, "all_gather", 1 << 16)
+    for servers, field in [({"gpus": 8, "nics": "diagonal"}, "servers.nics"), ({"gpus": 16, "nics": "rail"}, "servers.nics")]:
+        path = tmp_path / "net.yml"
+        path.write_text(yaml.safe_dump({"topology": {"kind": "fat_tree", "k": 4}, "servers": servers}))
+        with pytest.raises(ConfigError) as e:
+            simulate(p, HIER, path, backend="packet")
+        assert e.value.field == field and str(e.value).startswith(f"{path}: ") and str(e.value).count(str(path)) == 1, str(e.value)
+    swapped = list(range(16))
+    swapped[7], swapped[8] = 8, 7  # rank 7 on server 1, rank 8 on server 0
+    with pytest.raises(ConfigError, match="rank 7 is on server 1 but rank 0 on server 0") as e:
+        simulate(p, HIER, two_servers(), backend="packet", placement=swapped)
+    assert e.value.field == "placement"
+
+
 def test_placement_matters_as_in_ofan_8_4_at_reduced_scale(tmp_path):
     """OFAN §8.4 at 128 GPUs: 16 servers x 8 on a k = 8 fat tree (800 Gbit/s), random server
     placement, FSDP with hierarchical rings (GPU i talks to GPU i + 8), GPT-2 small in FP8.

@@ -100,7 +100,9 @@ impl<N: Network> Network for Servers<N> {
     fn start_flow(&mut self, f: FlowRequest, at: Ps) -> Result<(), String> {
         crate::unaware::check_endpoints(&f, self.endpoints())?;
         if self.inside(f.src, f.dst) {
-            self.up_bytes += f.bytes;
+            if f.src != f.dst {
+                self.up_bytes += f.bytes; // a send to itself is a local copy
+            }
             let slot = |r: u32| self.layout.slot_of_rank[r as usize];
             let req = FlowRequest {
                 src: slot(f.src),

@@ -127,9 +127,11 @@ impl LoadBalancer for Ethereal {
             &self.paths[fb.flow as usize],
             &mut self.last_ack[fb.flow as usize],
         );
-        let slot = fb.seq as usize % paths.len();
-        if paths[slot] == fb.echo {
-            acked[slot] = fb.now;
+        // Every subflow on the echoed path: a cumulative ACK's seq need not be the packet's.
+        for (slot, &q) in paths.iter().enumerate() {
+            if q == fb.echo {
+                acked[slot] = fb.now;
+            }
         }
     }
 

@@ -79,6 +79,14 @@ pub fn build(init: &ReceiverInit, params: &Params) -> SimResult<Box<dyn Receiver
     let mut p = ParamReader::new("receiver", "eqds", params);
     let fraction = p.f64_in_open_closed("rate_fraction", 0.99, 0.0, 1.0)?;
     p.finish()?;
+    // The pacer answers data packets with another policy; it cannot be its own.
+    if init.inner == "eqds" {
+        return Err(crate::error::config_err(
+            "scheme.receiver",
+            "`eqds` is the pull pacer the `eqds` CC installs; the policy that answers data \
+             packets under it must be one of: ack, gbn",
+        ));
+    }
     let inner = super::build(init.inner, init, &Params::new())?;
     let flows = (0..init.n_flows)
         .map(|f| Flow {
@@ -254,6 +262,20 @@ mod tests {
             flags: fl,
             now: Time(0),
         })
+    }
+
+    #[test]
+    fn the_pacer_cannot_answer_with_itself() {
+        let init = ReceiverInit {
+            inner: "eqds",
+            ..ReceiverInit::plain(1)
+        };
+        match build(&init, &Params::new()) {
+            Err(crate::error::SimError::InvalidConfig { field, .. }) => {
+                assert_eq!(field, "scheme.receiver")
+            }
+            _ => panic!("a pacer over itself must be refused"),
+        }
     }
 
     #[test]
