@@ -209,6 +209,10 @@ mod tests {
         let (t1, _) = net.next_completion(Ps::MAX).unwrap().unwrap();
         let want = t as f64 + alone(1 << 20, 400.0, 300.0);
         assert!((t1 as f64 - want).abs() <= 2.0, "{t1} vs {want}");
+        // A send to itself is a local copy: done at once, carried by no network.
+        net.start_flow(req(3, 2, 2, 1 << 20), t1).unwrap();
+        assert_eq!(net.next_completion(Ps::MAX).unwrap().unwrap().1, 2);
+        assert_eq!(net.next_completion(Ps::MAX).unwrap(), Some((t1, 3)));
         let c: std::collections::HashMap<_, _> = net.counters().into_iter().collect();
         assert_eq!((c["scale_up_bytes"], c["scale_out_bytes"]), (3 << 20, 0));
     }
