@@ -288,10 +288,13 @@ def test_a_dying_worker_fails_its_point_and_a_fresh_pool_runs_the_rest():
 
     from tracefabric.studies.execute import _LocalExecutor
 
-    # Two in flight: b dies at once, a (1 s) is lost with the pool; c and d wait for a slot.
+    # Two in flight: b dies at once. a (1 s) is lost with the pool: it fails with b when the
+    # pool reports both broken at once, else it runs again on the fresh pool (which of the
+    # two depends on when the pool notices, so both are right). c and d wait for a slot.
     with _LocalExecutor(2) as ex:
         out = dict(ex.map_unordered(_exit_on_two, [(2,), (1,), (3,), (4,)], ["b", "a", "c", "d"]))
-    assert isinstance(out["b"], BrokenProcessPool) and isinstance(out["a"], BrokenProcessPool)
+    assert isinstance(out["b"], BrokenProcessPool)
+    assert isinstance(out["a"], BrokenProcessPool) or out["a"] == 10
     assert (out["c"], out["d"]) == (30, 40)
 
 
