@@ -47,6 +47,14 @@ def test_every_new_preset_runs_and_conserves_bytes():
     ("timely", {"t_low_us": -50.0}, "t_low_us"),
     ("timely", {"beta": 2.0}, "beta"),
     ("smartt_reps", {"target": 2.0}, "target"),  # not a parameter of SMaRTT
+    ("roce", {"variant": "mellanox"}, "variant"),
+    ("roce", {"g": 0.0}, "g"),
+    ("roce", {"timer_us": -55.0}, "timer_us"),
+    ("hpcc", {"eta": 1.2}, "eta"),
+    ("hpcc", {"ai_gbps": -1.0}, "ai_gbps"),
+    ("mcc_spray", {"chunk_bytes": 0}, "chunk_bytes"),
+    ("mcc_spray", {"msg_slack": 3.0}, "pkt_slack"),  # above the preset's pkt_slack: both given, the later is named
+    ("mcc_spray", {"target": 1.0}, "target"),  # not a parameter of MCC
 ])
 def test_bad_parameters_are_refused_naming_the_scheme_and_the_field(preset, params, field):
     cc = load_scheme_preset(preset)["cc"]

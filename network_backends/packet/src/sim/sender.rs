@@ -17,19 +17,7 @@ impl Simulation {
         if p.flags() & PULL != 0 {
             return self.on_pull(h, port, p);
         }
-        let mut fb = Feedback {
-            flow: f,
-            now: self.now,
-            seq: p.seq(),
-            echo: p.echo(),
-            flags: p.flags() & !(ACK | LOST),
-            rtt: self.now - p.sent_at(),
-            hops: self.hot[f as usize].hops as u32,
-            int: IntSummary::default(),
-            newly_acked: 0,
-            complete: false,
-            in_flight: 0,
-        };
+        let mut fb = self.feedback_of(&p);
         let outcome = self.loss.on_feedback(&fb);
         (fb.newly_acked, fb.complete) = (outcome.newly_acked, outcome.complete);
         fb.in_flight = self.loss.in_flight_bytes(f);
@@ -73,12 +61,11 @@ impl Simulation {
         self.cc.on_feedback_int(fb, hops, &mut self.cc_timers);
     }
 
-    /// A pull reached the sender: credit, for congestion control alone (it acknowledges
-    /// nothing; see `transport::flags::PULL`).
-    #[cold]
-    fn on_pull(&mut self, h: u32, port: usize, p: Packet) {
+    /// What a reply tells the sender before loss recovery has read it (nothing acked yet).
+    #[inline]
+    fn feedback_of(&self, p: &Packet) -> Feedback {
         let f = p.flow();
-        let fb = Feedback {
+        Feedback {
             flow: f,
             now: self.now,
             seq: p.seq(),
@@ -89,8 +76,17 @@ impl Simulation {
             int: IntSummary::default(),
             newly_acked: 0,
             complete: false,
-            in_flight: self.loss.in_flight_bytes(f),
-        };
+            in_flight: 0,
+        }
+    }
+
+    /// A pull reached the sender: credit, for congestion control alone (it acknowledges
+    /// nothing; see `transport::flags::PULL`).
+    #[cold]
+    fn on_pull(&mut self, h: u32, port: usize, p: Packet) {
+        let f = p.flow();
+        let mut fb = self.feedback_of(&p);
+        fb.in_flight = self.loss.in_flight_bytes(f);
         self.cc.on_feedback(&fb, &mut self.cc_timers);
         if !self.cc_timers.is_empty() {
             self.apply_cc_timers();
