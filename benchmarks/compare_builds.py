@@ -37,9 +37,15 @@ def runner(args: argparse.Namespace):
         return cases, run
     cases = [(key, "") for key in args.only.split(",")]
 
+    legacy: dict[bool, bool] = {}
+
     def run(case, env, old):
         _, ranks, size, splits, backend = run_system_benchmark.SCENARIOS[case[0]]
-        if old:
+        if old not in legacy:  # a build without backend_names takes the short kinds
+            probe = "from tracefabric import _core; print(hasattr(_core, 'backend_names'))"
+            out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+            legacy[old] = out.stdout.strip() == "False"
+        if legacy[old]:
             backend = {**backend, "kind": LEGACY_KINDS.get(backend["kind"], backend["kind"])}
         return run_system_benchmark.run(ranks, size, splits, backend, env=env)
     return cases, run
