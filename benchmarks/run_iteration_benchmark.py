@@ -3,7 +3,12 @@ servers (8 per server, random server placement, hierarchical rings), one process
 so its peak RSS is its own. Prints a Markdown table: wall and CPU seconds, peak RSS, fabric
 events, iteration time. Usage:
 
-    python benchmarks/run_iteration_benchmark.py [--only a,b,c] [--timeout S]
+    python benchmarks/run_iteration_benchmark.py [--only a,b,c] [--reuse off,exact] [--timeout S]
+
+Packet points run once per reuse mode (`--reuse`, default `off,exact`): `off` simulates every
+packet, `exact` replays repeated busy periods bit-identically (docs/iterations.md), `fast` also
+where the schemes' state differs. Each row after the first of a point gives its speed-up over
+the first mode and its iteration time's difference from it.
 
 Targets (issue "packet-fidelity iterations at real scale"): (b), (c) <= 60 s each on 2 cores;
 (e) <= 5 minutes and 4 GiB.
@@ -41,18 +46,21 @@ with tempfile.TemporaryDirectory() as d:
     write(synthesize(ZOO[p["model"]], Plan("fsdp", world=p["world"], gpus_per_server=8, precision=p["precision"])), d)
     net = {"topology": {"kind": "fat_tree", "k": p["k"]}, "link": {"rate_gbps": 800, "latency_ns": 500}, "servers": {"gpus": 8}}
     w0, c0 = time.perf_counter(), time.process_time()
-    r = simulate(d, p["system"], net, backend=p["backend"], **({"scheme": p["scheme"]} if p["scheme"] else {}))
+    kw = {"scheme": p["scheme"], "reuse": p["reuse"]} if p["backend"] == "packet" else {}
+    r = simulate(d, p["system"], net, backend=p["backend"], **kw)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 c = r.network_counters
 print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "events": c.get("events", 0), "iteration_ms": r.iteration_ns / 1e6,
-                  "fabric_gb": c["scale_out_bytes"] / 1e9}))
+                  "fabric_gb": c["scale_out_bytes"] / 1e9,
+                  "replayed": f"{c.get('reuse_replayed', 0)}/{c.get('reuse_periods', 0)}" if r.reuse else ""}))
 """
 
 
-def run(point: tuple, timeout: float) -> dict | str:
+def run(point: tuple, reuse: str, timeout: float) -> dict | str:
     _, model, world, precision, k, backend, scheme = point
-    spec = {"model": model, "world": world, "precision": precision, "k": k, "backend": backend, "scheme": scheme, "system": SYSTEM}
+    spec = {"model": model, "world": world, "precision": precision, "k": k, "backend": backend, "scheme": scheme, "system": SYSTEM,
+            "reuse": reuse}
     try:
         out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(spec), capture_output=True, text=True,
                              timeout=timeout, check=True)
@@ -66,18 +74,28 @@ def run(point: tuple, timeout: float) -> dict | str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(POINTS), help="points to run, e.g. a,b,c")
+    ap.add_argument("--reuse", default="off,exact", help="reuse modes of the packet points, e.g. off,exact,fast")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per point before it is reported as too slow")
     args = ap.parse_args()
-    print("| point | scenario | wall s | CPU s | peak RSS MiB | events | iteration ms | fabric GB |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| point | scenario | reuse | wall s | CPU s | peak RSS MiB | events | periods replayed | iteration ms | "
+          "fabric GB | speed-up | iteration diff |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.only.split(","):
         point = POINTS[name]
-        r = run(point, args.timeout)
-        if isinstance(r, str):
-            print(f"| {name} | {point[0]} | {r} | | | | | |", flush=True)
-            continue
-        print(f"| {name} | {point[0]} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss_mib']:.0f} | {r['events']:,} | "
-              f"{r['iteration_ms']:.2f} | {r['fabric_gb']:.1f} |", flush=True)
+        first = None
+        for mode in args.reuse.split(",") if point[5] == "packet" else [""]:
+            r = run(point, mode or "exact", args.timeout)
+            if isinstance(r, str):
+                print(f"| {name} | {point[0]} | {mode} | {r} | | | | | | | | |", flush=True)
+                continue
+            speed = diff = ""
+            if first is None:
+                first = r
+            else:
+                speed = f"{first['cpu'] / r['cpu']:.1f}x"
+                diff = f"{(r['iteration_ms'] / first['iteration_ms'] - 1) * 100:+.3f} %"
+            print(f"| {name} | {point[0]} | {mode} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss_mib']:.0f} | {r['events']:,} | "
+                  f"{r['replayed']} | {r['iteration_ms']:.3f} | {r['fabric_gb']:.1f} | {speed} | {diff} |", flush=True)
 
 
 if __name__ == "__main__":

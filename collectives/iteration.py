@@ -29,6 +29,8 @@ from .workload import Workload, engine_input, read_workload
 __all__ = ["simulate", "IterationResults", "SimulationError", "BACKENDS", "backend_spec"]
 
 BACKENDS: tuple[str, ...] = tuple(_core.backend_names())  # the engine's list
+#: Reuse of busy periods on the packet backend (`simulate(reuse=)`), the default first.
+REUSE_MODES = ("exact", "fast", "off")
 SCHEME_OPTIONS = ("scheme", "lb", "cc", "loss", "qdisc", "lb_params", "cc_params", "loss_params", "qdisc_params")
 
 
@@ -47,6 +49,9 @@ class IterationResults:
     #: down_ps) and per stage (queues, utilization, max link load, drops); empty otherwise.
     links: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     stages: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    #: Packet backend: which reuse of busy periods ran (`off`, `exact`, `fast`; see
+    #: docs/iterations.md); its counts are in `network_counters` (`reuse_*`, `events_skipped`).
+    reuse: str = ""
 
     @property
     def iteration_ns(self) -> float:
@@ -172,12 +177,17 @@ def simulate(
     memory: str | Path | RemoteMemory | None = None,
     comm_groups: str | Path | None = None,
     placement: Any = None,
+    reuse: str = "exact",
     **scheme: Any,
 ) -> IterationResults:
     """Run one workload. `scheme` takes the packet engine's scheme options (`scheme=` preset
     name, `lb`, `cc`, `loss` and their `*_params`) for the packet backend. `placement` puts
     ranks on a packet fabric's GPU slots (see `placement.resolve`; default: the workload's
-    placement.json, else rank r on slot r)."""
+    placement.json, else rank r on slot r). `reuse` (packet backend): `exact` replays busy
+    periods only where the result is bit-identical to simulating them, `fast` also where
+    the schemes' state differs (an approximation), `off` simulates every packet."""
+    if reuse not in REUSE_MODES:
+        raise ConfigError(f"reuse = {reuse!r:.40}: expected one of {', '.join(REUSE_MODES)}", "reuse")
     sys_cfg = _system(system)
     net = _network(network)
     if memory is not None and not isinstance(memory, RemoteMemory):
@@ -189,6 +199,8 @@ def simulate(
             _need_path(comm_groups, "comm_groups", "None")
     w = workload if isinstance(workload, Workload) else read_workload(workload, comm_groups)
     spec, dims, placed = backend_spec(backend, net, w.ranks, scheme, placement, w.source)
+    if backend == "packet":
+        spec["reuse"] = reuse
     astra = backend.startswith("analytical:astra")
     engine_system = sys_cfg.for_engine(dims, astra=astra)
     try:
@@ -211,4 +223,5 @@ def simulate(
         colls[f"{col}_ns"] = colls.pop(f"{col}_ps") / 1000
     colls["cct_ns"] = colls["end_ns"] - colls["start_ns"]
     return IterationResults(backend, ranks, colls, int(raw["flows"]), dict(raw["network_counters"]), placed,
-                            pd.DataFrame(raw.get("links", {})), pd.DataFrame(raw.get("stages", {})))
+                            pd.DataFrame(raw.get("links", {})), pd.DataFrame(raw.get("stages", {})),
+                            str(raw.get("reuse", "")))

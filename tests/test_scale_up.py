@@ -138,10 +138,13 @@ def test_servers_errors_name_the_network_file_once_and_placements_keep_servers_w
 def test_placement_matters_as_in_ofan_8_4_at_reduced_scale(tmp_path):
     """OFAN §8.4 at 128 GPUs: 16 servers x 8 on a k = 8 fat tree (800 Gbit/s), random server
     placement, FSDP with hierarchical rings (GPU i talks to GPU i + 8), GPT-2 small in FP8.
-    ECMP's hashed paths collide in the core, so its all-gathers take longer than spraying's
-    and OFAN's; which servers collide depends on the placement seed, so ECMP's iteration
-    moves with it, while the fluid ideal (the flow model: every flow split evenly over all
-    shortest paths) does not."""
+    Each ring runs on the same connections layer after layer, and ECMP hashes connections, so
+    where the placement makes them collide in the core, every all-gather and reduce-scatter
+    pays for it: measured, ECMP's all-gathers take 8.5 % longer than OFAN's with placement
+    seed 1, but only 0.7 % with seed 2, whose connections barely collide in the all-gathers
+    (its iteration is still 3.9 % longer: the reduce-scatters' do). Which servers collide depends on the placement seed, so ECMP's
+    iteration moves with it, while the fluid ideal (the flow model: every flow split evenly
+    over all shortest paths) does not."""
     net = {"topology": {"kind": "fat_tree", "k": 8}, "link": {"rate_gbps": 800}, "servers": {"gpus": 8}}
     runs = {}
     for seed in (1, 2):
@@ -155,12 +158,13 @@ def test_placement_matters_as_in_ofan_8_4_at_reduced_scale(tmp_path):
         c = runs[seed, scheme].collectives
         return c[c.kind == "all_gather"].cct_ns.mean()
 
+    it = {k: r.iteration_ns for k, r in runs.items()}
     for seed in (1, 2):
         for good in ("host_spray", "ofan"):
-            assert ag(seed, "ecmp") > 1.05 * ag(seed, good), (seed, good)
+            assert it[seed, "ecmp"] > 1.03 * it[seed, good], (seed, good)
+            assert ag(1, "ecmp") > 1.05 * ag(1, good), good
             assert ag(seed, good) < 1.01 * ag(seed, "ideal")
-    it = {k: r.iteration_ns for k, r in runs.items()}
-    assert abs(it[1, "ecmp"] / it[2, "ecmp"] - 1) > 0.01
+    assert abs(it[1, "ecmp"] / it[2, "ecmp"] - 1) > 0.05
     assert it[1, "ideal"] == pytest.approx(it[2, "ideal"], rel=1e-4)
 
 

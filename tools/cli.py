@@ -430,6 +430,7 @@ def run_iteration(
     loss: Annotated[Optional[str], typer.Option(help="Packet backend: loss recovery.")] = None,
     placement: Annotated[Optional[str], typer.Option(help="Packet fabrics: rank -> GPU slot: packed, random[:SEED] or a placement.json (default: the workload's placement.json, else packed).")] = None,
     qdisc: Annotated[Optional[str], typer.Option(help="Packet backend: switch queue discipline (pfc: lossless).")] = None,
+    reuse: Annotated[str, typer.Option(help="Packet backend: replay repeated busy periods: exact (bit-identical to simulating them), fast (approximate, measured error) or off.")] = "exact",
     out: Annotated[Optional[Path], typer.Option(help="Write ranks.parquet and collectives.parquet here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print per-rank results as JSON.")] = False,
 ) -> None:
@@ -440,14 +441,18 @@ def run_iteration(
         make_output_dir(out)
     with err_console.status(f"simulating on {backend}"):
         r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
-                     placement=placement, scheme=scheme, lb=lb, cc=cc, loss=loss, qdisc=qdisc)
+                     placement=placement, reuse=reuse, scheme=scheme, lb=lb, cc=cc, loss=loss, qdisc=qdisc)
     if out:
         r.to_parquet(out)
     if as_json:
-        print(json.dumps({"summary": r.summary_row(), "placement": r.placement, "ranks": r.ranks.to_dict(orient="records")},
-                         indent=2))
+        print(json.dumps({"summary": r.summary_row(), "placement": r.placement, "reuse": r.reuse,
+                          "ranks": r.ranks.to_dict(orient="records")}, indent=2))
         return
-    t = Table(title=f"{workload} on {backend}: iteration {r.iteration_ns / 1e3:.3f} us (placement: {r.placement})")
+    mode = ""
+    if r.reuse:
+        n = r.network_counters
+        mode = f", reuse: {r.reuse} ({n.get('reuse_replayed', 0)} of {n.get('reuse_periods', 0)} busy periods replayed)"
+    t = Table(title=f"{workload} on {backend}: iteration {r.iteration_ns / 1e3:.3f} us (placement: {r.placement}{mode})")
     for col in ("rank", "wall (ns)", "compute (ns)", "comm (ns)", "exposed comm (ns)", "overlap (ns)"):
         t.add_column(col, justify="right")
     rows = r.ranks.itertuples()

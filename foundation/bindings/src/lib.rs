@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tracefabric_analytical::scale_up;
 use tracefabric_packet::network_api::DrivenPacket;
+use tracefabric_packet::reuse::ReuseMode;
 use tracefabric_packet::traffic::FlowSpec;
 use tracefabric_packet::units::Time;
 use tracefabric_packet::{Fabric, SimConfig, SimError, Simulation};
@@ -297,6 +298,9 @@ enum BackendSpec {
         servers: Option<servers::ServersSpec>,
         #[serde(default)]
         placement: Option<Vec<u32>>,
+        /// Reuse of busy periods: `exact` (default), `fast` or `off` (`reuse.rs` of the engine).
+        #[serde(default)]
+        reuse: Option<String>,
     },
 }
 
@@ -455,7 +459,10 @@ fn simulate_system(
             config,
             servers: spec,
             placement,
+            reuse,
         } => {
+            let mode = ReuseMode::parse(reuse.as_deref().unwrap_or("exact"))
+                .map_err(|e| bad_input("backend", e))?;
             // One planning pass gives both the flow list the engine declares and the run's plan.
             // Empty transfers are not declared: the engine only carries bytes.
             let (prepared, mut flows) =
@@ -498,7 +505,8 @@ fn simulate_system(
                 Err(e) => return Err(to_py_err(e)),
             };
             drop(declared);
-            let net = DrivenPacket::new(sim, &flows).map_err(|e| bad_input("packet backend", e))?;
+            let net = DrivenPacket::with_reuse(sim, &flows, mode)
+                .map_err(|e| bad_input("packet backend", e))?;
             drop(flows);
             let (r, net) = match layout {
                 None => {
@@ -511,8 +519,7 @@ fn simulate_system(
                     (r, net.into_fabric())
                 }
             };
-            let rep = net.sim.driven_report();
-            packet_report = Some(rep);
+            packet_report = Some((net.report(), mode));
             r
         }
     }
@@ -554,7 +561,9 @@ fn simulate_system(
     for (k, v) in &report.network_counters {
         counters.set_item(k, v)?;
     }
-    if let Some(rep) = &packet_report {
+    if let Some((rep, mode)) = &packet_report {
+        out.set_item("reuse", mode.name())?;
+        counters.set_item("events_skipped", rep.events_skipped)?;
         counters.set_item("data_packet_hops", rep.data_packet_hops)?;
         counters.set_item("data_packets_dropped", rep.data_packets_dropped)?;
         counters.set_item("ecn_marks", rep.ecn_marks)?;

@@ -25,6 +25,7 @@ pub mod qdisc;
 pub mod receiver;
 mod registry;
 pub mod report;
+pub mod reuse;
 pub mod rng;
 pub mod sim;
 pub mod traffic;

@@ -67,6 +67,8 @@ pub struct Report {
     /// The lower bound on the CCT for this traffic on this fabric.
     pub lower_bound_ps: u64,
     pub events: u64,
+    /// Events of the busy periods replayed instead of simulated (`crate::reuse`).
+    pub events_skipped: u64,
     /// Data packets times links crossed.
     pub data_packet_hops: u64,
     pub data_bytes_sent: u64,

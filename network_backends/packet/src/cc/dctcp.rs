@@ -85,6 +85,11 @@ impl Dctcp {
 }
 
 impl CongestionControl for Dctcp {
+    /// Per-flow state and constants only.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn window_bytes(&self, flow: FlowId) -> u64 {
         self.flows[flow as usize].window
     }

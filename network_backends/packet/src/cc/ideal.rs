@@ -22,6 +22,11 @@ pub fn build(init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionCont
 }
 
 impl CongestionControl for Ideal {
+    /// Per-flow state and constants only.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn window_bytes(&self, _flow: FlowId) -> u64 {
         u64::MAX
     }

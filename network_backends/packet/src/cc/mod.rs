@@ -42,6 +42,14 @@ pub struct CcInit<'a> {
 /// asked again before its next feedback, timeout or timer, the only calls in which a
 /// scheme may change it. The same holds for `pacing_gap`'s rate.
 pub trait CongestionControl: Send {
+    /// A digest of the state this scheme carries from one flow to the next, if a flow's
+    /// behaviour depends on nothing else (not on its index, not on a shared random
+    /// stream): exact reuse of busy periods (`crate::reuse`) replays a period only when
+    /// the digests are equal. None (the default): never replay.
+    fn reuse_digest(&self) -> Option<u64> {
+        None
+    }
+
     /// Bytes the flow may have in flight (u64::MAX: no window).
     fn window_bytes(&self, flow: FlowId) -> u64;
 

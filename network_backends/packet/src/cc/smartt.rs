@@ -221,6 +221,11 @@ impl Smartt {
 }
 
 impl CongestionControl for Smartt {
+    /// Per-flow state and constants only.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn window_bytes(&self, flow: FlowId) -> u64 {
         fitting(self.flows[flow as usize].cwnd >> FX, self.mss, self.mss)
     }

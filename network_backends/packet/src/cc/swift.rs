@@ -253,6 +253,11 @@ impl SwiftCore {
 }
 
 impl CongestionControl for SwiftCore {
+    /// Per-flow state and constants only.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn window_bytes(&self, flow: FlowId) -> u64 {
         fitting(self.flows[flow as usize].cwnd >> FX, self.mss, self.mss)
     }

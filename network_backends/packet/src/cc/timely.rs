@@ -126,6 +126,11 @@ impl Timely {
 }
 
 impl CongestionControl for Timely {
+    /// Per-flow state and constants only.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn window_bytes(&self, _flow: FlowId) -> u64 {
         u64::MAX
     }

@@ -15,6 +15,10 @@ pub fn build(_init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>
 }
 
 impl LoadBalancer for Ecmp {
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn entropy(&mut self, _flow: FlowId, _seq: u32, _now: Time) -> u32 {
         0
     }

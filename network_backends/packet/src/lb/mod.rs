@@ -50,6 +50,9 @@ pub struct FlowInfo {
 #[derive(Clone, Copy, Debug)]
 pub struct Header {
     pub flow: FlowId,
+    /// The connection the flow runs on (its 5-tuple): the flow id, unless a system layer
+    /// runs flows on long-lived connections (`Simulation::set_connection`).
+    pub tuple: u32,
     /// Destination host (for an ACK, the data sender).
     pub dst: u32,
     pub entropy: u32,
@@ -90,6 +93,14 @@ pub struct LbInit<'a> {
 }
 
 pub trait LoadBalancer: Send {
+    /// A digest of the state this scheme carries from one flow to the next, if a flow's
+    /// behaviour depends on nothing else (not on its index, not on a shared random
+    /// stream): exact reuse of busy periods (`crate::reuse`) replays a period only when
+    /// the digests are equal. None (the default): never replay.
+    fn reuse_digest(&self) -> Option<u64> {
+        None
+    }
+
     /// Entropy for the next data packet of `flow` (its sequence number is `seq`).
     fn entropy(&mut self, flow: FlowId, seq: u32, now: Time) -> u32;
 
@@ -154,10 +165,10 @@ pub fn report_counters(lb: &dyn LoadBalancer, n_flows: usize) -> Vec<(String, u6
     c
 }
 
-/// ECMP: hash of (5-tuple = flow id and direction, entropy), salted per switch.
+/// ECMP: hash of (5-tuple = connection and direction, entropy), salted per switch.
 #[inline]
 pub fn ecmp_index(salt: u64, hdr: &Header, n: usize) -> usize {
-    let key = mix64((hdr.flow as u64) << 33 | (hdr.is_ack as u64) << 32 | hdr.entropy as u64);
+    let key = mix64((hdr.tuple as u64) << 33 | (hdr.is_ack as u64) << 32 | hdr.entropy as u64);
     (mix64(key ^ salt) % n as u64) as usize
 }
 

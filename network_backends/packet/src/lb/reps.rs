@@ -48,6 +48,11 @@ impl Reps {
 }
 
 impl LoadBalancer for Reps {
+    /// Per-flow state only; its entropies hash with the flow's connection.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn entropy(&mut self, flow: FlowId, seq: u32, _now: Time) -> u32 {
         let f = self.flows[flow as usize];
         if seq < self.explore_packets && f.tried < self.num_entropies {

@@ -34,6 +34,14 @@ pub struct AckOutcome {
 }
 
 pub trait LossRecovery: std::marker::Send {
+    /// A digest of the state this scheme carries from one flow to the next, if a flow's
+    /// behaviour depends on nothing else (not on its index, not on a shared random
+    /// stream): exact reuse of busy periods (`crate::reuse`) replays a period only when
+    /// the digests are equal. None (the default): never replay.
+    fn reuse_digest(&self) -> Option<u64> {
+        None
+    }
+
     /// The next packet `flow` should send now, recorded as sent; None if nothing is due.
     /// After a None the engine stops asking until the flow's next `on_ack` or
     /// `on_timeout`: nothing may become due only because time passed.

@@ -107,6 +107,11 @@ impl Flow {
 }
 
 impl LossRecovery for Sack {
+    /// Per-flow state and constants only.
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn next_packet(&mut self, flow: FlowId, now: Time) -> Option<Send> {
         let full = self.payload;
         let f = &mut self.flows[flow as usize];

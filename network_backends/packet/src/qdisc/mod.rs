@@ -48,12 +48,21 @@ pub enum Overflow {
 }
 
 pub trait QueueDiscipline: Send {
+    /// A digest of the state this scheme carries from one flow to the next, if a flow's
+    /// behaviour depends on nothing else (not on its index, not on a shared random
+    /// stream): exact reuse of busy periods (`crate::reuse`) replays a period only when
+    /// the digests are equal. None (the default): never replay.
+    fn reuse_digest(&self) -> Option<u64> {
+        None
+    }
+
     /// Backlog (bytes left behind a departing data frame) at or below which `on_dequeue`
     /// would do nothing, so the engine does not call it (u64::MAX: never call).
     fn dequeue_floor(&self) -> u64;
 
     /// A data frame departs `port`, leaving `backlog` bytes queued behind it, after the port
-    /// sent `port_tx_bytes` bytes in all; true to mark it CE.
+    /// sent `port_tx_bytes` bytes (since the busy period began: `Simulation::draw_bytes`);
+    /// true to mark it CE.
     fn on_dequeue(&mut self, port: PortId, backlog: u64, port_tx_bytes: u64) -> bool;
 
     /// A data frame arriving at `port` does not fit in its buffer.

@@ -46,6 +46,12 @@ pub fn build(init: &QdiscInit, params: &Params) -> SimResult<Box<dyn QueueDiscip
 }
 
 impl QueueDiscipline for Red {
+    /// A mark depends on the backlog and a draw keyed by the port's bytes since the
+    /// busy period began (`Simulation::draw_bytes`).
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn dequeue_floor(&self) -> u64 {
         if self.enabled {
             self.min
@@ -54,8 +60,8 @@ impl QueueDiscipline for Red {
         }
     }
 
-    /// The draw is a hash of the port and its byte count so far, so it does not depend on
-    /// the order in which ports are caught up.
+    /// The draw is a hash of the port and its byte count (`port_tx_bytes`: since the busy
+    /// period began), so it does not depend on the order in which ports are caught up.
     fn on_dequeue(&mut self, port: PortId, backlog: u64, port_tx_bytes: u64) -> bool {
         if backlog <= self.min {
             false

@@ -15,6 +15,10 @@ pub fn build(_init: &ReceiverInit, params: &Params) -> SimResult<Box<dyn Receive
 }
 
 impl ReceiverPolicy for PerPacketAck {
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     #[inline]
     fn on_data(&mut self, a: &Arrival) -> Reply {
         let nack = if a.flags & flags::TRIMMED != 0 {

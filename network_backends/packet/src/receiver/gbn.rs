@@ -33,6 +33,10 @@ pub fn build(init: &ReceiverInit, params: &Params) -> SimResult<Box<dyn Receiver
 }
 
 impl ReceiverPolicy for GoBackN {
+    fn reuse_digest(&self) -> Option<u64> {
+        Some(0)
+    }
+
     fn on_data(&mut self, a: &Arrival) -> Reply {
         let f = &mut self.flows[a.flow as usize];
         let ecn = a.flags & flags::ECN;

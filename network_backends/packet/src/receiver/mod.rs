@@ -78,6 +78,14 @@ pub struct Pull {
 }
 
 pub trait ReceiverPolicy: Send {
+    /// A digest of the state this scheme carries from one flow to the next, if a flow's
+    /// behaviour depends on nothing else (not on its index, not on a shared random
+    /// stream): exact reuse of busy periods (`crate::reuse`) replays a period only when
+    /// the digests are equal. None (the default): never replay.
+    fn reuse_digest(&self) -> Option<u64> {
+        None
+    }
+
     fn on_data(&mut self, a: &Arrival) -> Reply;
 
     /// Whether it sends pulls (cached once: without, the engine never asks the two below).

@@ -42,6 +42,13 @@ impl Simulation {
             });
         }
         flow.started = true;
+        if self.done == self.n_started && self.live_packets == 0 && self.completions.is_empty() {
+            // Quiescent (`quiescent`): a new busy period begins.
+            for (o, rt) in self.draw_origin.iter_mut().zip(&self.ports) {
+                *o = rt.tx_bytes;
+            }
+        }
+        self.n_started += 1;
         flow.spec.start = at;
         self.hot[f as usize].next_allowed = at;
         self.events.push(at, Event::FlowStart(f));
@@ -60,8 +67,14 @@ impl Simulation {
     /// The report of a driven run, with statistics up to the last completion. Its
     /// `lower_bound_ps` is 0: the system layer decides when flows start, and reads only the
     /// counts.
-    pub fn driven_report(mut self) -> Report {
-        let end = self.now;
+    pub fn driven_report(self) -> Report {
+        self.driven_report_at(Time::ZERO)
+    }
+
+    /// As `driven_report`, with statistics up to `end` where the engine's clock stopped
+    /// earlier (replayed periods, `crate::reuse`).
+    pub fn driven_report_at(mut self, end: Time) -> Report {
+        let end = self.now.max(end);
         self.catch_up_all(end);
         let areas: Vec<u128> = (0..self.ports.len())
             .map(|p| self.queue_area_until(p, end))

@@ -233,7 +233,7 @@ impl Simulation {
             if self.int_on {
                 self.int_take(&p);
             }
-            self.live_packets -= 1;
+            self.packet_gone();
             return;
         };
         let entropy = self.lb.ack_entropy(p.flow(), p.entropy(), self.now);

@@ -41,6 +41,7 @@ mod ports;
 #[cfg(test)]
 pub(crate) mod probe;
 mod results;
+pub mod reuse;
 mod sender;
 mod setup;
 #[cfg(test)]
@@ -231,6 +232,18 @@ pub struct Simulation {
     late_arrivals: HashMap<u32, VecDeque<Time>>,
     /// Scheduled changes of the fabric (`Event::Fabric`), and what they did.
     failures: FailureState,
+    /// Each flow's connection key, the 5-tuple ECMP hashes (`set_connection`); empty:
+    /// every flow is its own connection, keyed by its index.
+    tuples: Vec<u32>,
+    /// Each port's `tx_bytes` when the engine was last quiescent at a flow start
+    /// (`draw_bytes`).
+    draw_origin: Vec<u64>,
+    /// Flows started so far (driven runs), and when the last packet left the network.
+    n_started: usize,
+    idle_since: Time,
+    /// Events of replayed periods, never simulated (`reuse`), and their scheme counters.
+    events_skipped: u64,
+    replayed_counters: BTreeMap<String, u64>,
 }
 
 /// Networks with fewer ports than this run without the look-ahead (`prefetch_ahead`;

@@ -190,6 +190,10 @@ impl Simulation {
                 };
                 let hdr = Header {
                     flow: p.flow(),
+                    tuple: match self.tuples.is_empty() {
+                        true => p.flow(),
+                        false => self.tuples[p.flow() as usize],
+                    },
                     dst: p.dst(),
                     entropy: p.entropy(),
                     is_ack: p.is_ack(),
@@ -234,7 +238,15 @@ impl Simulation {
     /// its byte count so far, so it does not depend on the order ports are worked out.
     #[cold]
     fn link_loses(&self, port: usize) -> bool {
-        mix64(mix64(self.loss_seed ^ port as u64) ^ self.ports[port].tx_bytes) < self.loss_threshold
+        mix64(mix64(self.loss_seed ^ port as u64) ^ self.draw_bytes(port)) < self.loss_threshold
+    }
+
+    /// The byte count random draws at a port are keyed by: bytes sent since the engine was
+    /// last quiescent at a flow start (`start_flow`), so a busy period's draws do not
+    /// depend on the periods before it (`crate::reuse`).
+    #[inline]
+    pub(super) fn draw_bytes(&self, port: usize) -> u64 {
+        self.ports[port].tx_bytes - self.draw_origin[port]
     }
 
     /// Most bytes a port may hold once a frame with these flags joins: its buffer for data;
@@ -289,7 +301,7 @@ impl Simulation {
             self.pkts_dropped += 1;
             self.bytes_dropped += self.payload(&p);
         }
-        self.live_packets -= 1;
+        self.packet_gone();
     }
 
     /// Switch ports dequeue lazily. Instead of an event each time a port frees up, a
@@ -386,7 +398,7 @@ impl Simulation {
             && left > self.qdisc_floor
             && self
                 .qdisc
-                .on_dequeue(port as PortId, left, self.ports[port].tx_bytes)
+                .on_dequeue(port as PortId, left, self.draw_bytes(port))
         {
             pkt.mark_ecn();
             self.port_counts[port].marks += 1;

@@ -3,7 +3,28 @@
 use super::*;
 
 impl Simulation {
-    pub(super) fn scheme_counters(&self) -> Vec<(String, u64)> {
+    /// Scheme counters, those of replayed periods (`reuse`) included.
+    fn scheme_counters(&self) -> Vec<(String, u64)> {
+        let mut c = self.scheme_counters_simulated();
+        for (k, v) in &self.replayed_counters {
+            if let Some(at) = c.iter_mut().find(|(name, _)| name == k) {
+                at.1 += v;
+            }
+        }
+        c
+    }
+
+    fn lb_counters(&self) -> Vec<(String, u64)> {
+        let mut c = lb::report_counters(self.lb.as_ref(), self.flows.len());
+        for (k, v) in &self.replayed_counters {
+            if let Some(at) = (c.iter_mut()).find(|(name, _)| k.strip_prefix("lb.") == Some(name)) {
+                at.1 += v;
+            }
+        }
+        c
+    }
+
+    pub(super) fn scheme_counters_simulated(&self) -> Vec<(String, u64)> {
         let mut qdisc = self.qdisc.counters();
         if let Some(pfc) = &self.pfc {
             qdisc.extend(pfc.counters());
@@ -131,6 +152,7 @@ impl Simulation {
             cct_ps: (completed_at - first_start).0,
             lower_bound_ps: lower_bound.map_or(0, |b| (b - first_start).0),
             events: self.events.processed(),
+            events_skipped: self.events_skipped,
             data_packet_hops: self.data_hops,
             data_bytes_sent: self.bytes_sent,
             data_bytes_delivered: self.bytes_delivered,
@@ -146,7 +168,7 @@ impl Simulation {
             data_bytes_trimmed: self.bytes_trimmed,
             ecn_marks: self.port_counts.iter().map(|p| p.marks).sum(),
             packets_alive_at_end: live,
-            lb_counters: lb::report_counters(self.lb.as_ref(), self.flows.len()),
+            lb_counters: self.lb_counters(),
             scheme_counters: self.scheme_counters(),
             stages: stages.into_values().collect(),
             links,

@@ -4,9 +4,18 @@
 use super::*;
 
 impl Simulation {
+    /// A packet left the network (delivered as its last reply, or dropped).
+    #[inline(always)]
+    pub(super) fn packet_gone(&mut self) {
+        self.live_packets -= 1;
+        if self.live_packets == 0 {
+            self.idle_since = self.now;
+        }
+    }
+
     /// A reply reached the sender `h` (whose NIC is caught up).
     pub(super) fn on_reply(&mut self, h: u32, port: usize, p: Packet) {
-        self.live_packets -= 1;
+        self.packet_gone();
         let f = p.flow();
         if self.draining || self.hot[f as usize].done {
             if self.int_on {
