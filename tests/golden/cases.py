@@ -112,8 +112,8 @@ def system_cases(shared: Path, tmp: Path) -> dict[str, Callable[[], dict[str, An
         return _iteration_row(_workload(out), system, fabric, backend, **kw)
 
     cases["fsdp/gpt2-small-8/flow"] = lambda: fsdp("analytical:flow")
-    cases["fsdp/gpt2-small-8/packet/ecmp"] = lambda: fsdp("packet", scheme="ecmp", reuse="off")
-    cases["fsdp/gpt2-small-8/packet/reps"] = lambda: fsdp("packet", scheme="reps", reuse="off")
+    cases["fsdp/gpt2-small-8/packet/ecmp"] = lambda: fsdp("packet", scheme="ecmp")
+    cases["fsdp/gpt2-small-8/packet/reps"] = lambda: fsdp("packet", scheme="reps")
     return cases
 
 
