@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..astra_configs.formats import AstraNetwork, check_network, check_system
-from ..collectives.iteration import BACKENDS, backend_spec
+from ..collectives.iteration import BACKENDS, REUSE_MODES, backend_spec
 from ..errors import ConfigError
 from ..network_backends.packet import build_config, check_config
 from ..network_backends.packet.specs import topology_config
@@ -162,12 +162,15 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
     seed = point["seed"]
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"seed {seed!r}: expected an integer >= 0", "seed")
+    if point["reuse"] not in REUSE_MODES:
+        raise ConfigError(f"reuse {point['reuse']!r}: expected one of {', '.join(REUSE_MODES)}", "reuse")
+    reuse = point["reuse"] if backend == "packet" else None
     labels = {"model": None, **{k: None for k in PLAN_KEYS}, "trace_seed": None, "traffic": None, "fabric": fabric_label, "system": system_label, "scheme": scheme_label({**point, **scheme}),
               "lb": None, "cc": None, "loss": None,
               "placement": None if point["placement"] is None else json.dumps(point["placement"]).strip('"'),
               "failures": None if point["failures"] is None else json.dumps(point["failures"], sort_keys=True),
-              "backend": backend, "seed": seed}
-    out: dict[str, Any] = {"labels": labels, "backend": backend, "seed": seed}
+              "backend": backend, "seed": seed, "reuse": reuse}
+    out: dict[str, Any] = {"labels": labels, "backend": backend, "seed": seed, "reuse": reuse}
     if point["traffic"] is not None:
         if point["model"] is not None:
             raise ConfigError(f"traffic {point['traffic']!r} and model {point['model']!r}: a point runs a traffic matrix "

@@ -125,8 +125,9 @@ def run_point(point: dict[str, Any], trace_cache: str) -> dict[str, Any]:
             w = _read_cached(str(prefix))
             read_s = time.perf_counter() - t_read
             t_sim = time.perf_counter()
+            reuse = {"reuse": point["reuse"]} if point.get("reuse") else {}
             r = simulate_iteration(w, point["system"], point["network"], backend=point["backend"],
-                                   placement=point.get("placement"), **point["scheme"])
+                                   placement=point.get("placement"), **reuse, **point["scheme"])
             sim_s = time.perf_counter() - t_sim
             colls = r.collectives.copy()
             gpus = int((point["network"].get("servers") or {}).get("gpus", 1))

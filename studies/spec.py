@@ -31,7 +31,7 @@ WORKLOAD_KEYS = {"model": None, "trace": None, "world": 16, "parallel": "fsdp", 
                  "trace_seed": 1}
 RUN_KEYS = {"traffic": None, "fabric": None, "placement": None, "failures": None, "system": "default", "backend": "packet",
             "scheme": "ecmp", "lb": None, "cc": None, "loss": None, "lb_params": None, "cc_params": None,
-            "loss_params": None, "seed": 1}
+            "loss_params": None, "seed": 1, "reuse": "exact"}
 DEFAULTS: dict[str, Any] = {**WORKLOAD_KEYS, **RUN_KEYS}
 SPEC_KEYS = ("name", "description", "defaults", "axes", "zip", "exclude", "fabrics", "systems")
 

@@ -356,3 +356,20 @@ def test_placement_axis_and_servers_reach_the_run(tmp_path):
     assert ag["bound_ns"] == pytest.approx((16 // 4 - 1) * ag["bytes"] / 100.0)  # 3 other servers, 100 B/ns NICs
     assert (colls["cct_ns"] >= colls["bound_ns"]).all()
     assert len(res.table("stages")) > 0 and len(res.table("links")) > 0  # the packet run's per-stage tables
+
+
+def test_reuse_axis_reaches_the_run_and_labels_its_rows(tmp_path):
+    """`reuse` is a point key: exact and off give the same iteration, exact replays periods
+    (its counters say how many), and a bad mode is refused naming the axis."""
+    spec = {"defaults": {**SPEC["defaults"], "model": "gpt2-small", "scheme": "reps"}, "axes": {"reuse": ["exact", "off"]}}
+    run_study(write_spec(tmp_path, spec), tmp_path / "out", jobs=1)
+    res = StudyResults(tmp_path / "out")
+    runs = res.runs.set_index("reuse")
+    assert runs.loc["exact", "iteration_us"] == runs.loc["off", "iteration_us"]
+    assert runs.loc["exact", "digest"] == runs.loc["off", "digest"]
+    c = res.table("counters").pivot(index="point", columns="counter", values="value")
+    replayed = {r: c.loc[runs.loc[r, "point"], "reuse_replayed"] for r in ("exact", "off")}
+    assert replayed["off"] == 0 < replayed["exact"]
+    with pytest.raises(ConfigError) as e:
+        run_study(write_spec(tmp_path / "bad", {**spec, "axes": {"reuse": ["always"]}}), tmp_path / "bad-out", jobs=1)
+    assert e.value.field == "reuse" and "'always'" in str(e.value)

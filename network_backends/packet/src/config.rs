@@ -119,6 +119,9 @@ pub struct LimitsConfig {
     pub max_time_ms: f64,
     /// Consecutive timeouts without progress after which a flow is declared stuck.
     pub max_timeouts: u32,
+    /// Most flows a run may declare (`traffic::MAX_FLOWS` unless raised: each takes a few
+    /// hundred bytes; a system layer declares every flow of an iteration).
+    pub max_flows: u64,
 }
 impl Default for LimitsConfig {
     fn default() -> Self {
@@ -126,6 +129,7 @@ impl Default for LimitsConfig {
             rto_us: None,
             max_time_ms: 1000.0,
             max_timeouts: 32,
+            max_flows: crate::traffic::MAX_FLOWS,
         }
     }
 }
@@ -234,6 +238,12 @@ impl LimitsConfig {
         }
         if self.max_timeouts == 0 {
             return Err(config_err("limits.max_timeouts", "must be >= 1"));
+        }
+        if !(1..=u32::MAX as u64).contains(&self.max_flows) {
+            return Err(config_err(
+                "limits.max_flows",
+                format!("= {}: expected 1..=2^32-1 flows", self.max_flows),
+            ));
         }
         Ok(())
     }

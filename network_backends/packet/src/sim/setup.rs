@@ -32,13 +32,13 @@ impl Simulation {
             config: fab,
             topology: topo,
         } = fabric;
-        if specs.len() as u64 > traffic::MAX_FLOWS {
+        if specs.len() as u64 > limits.max_flows {
             return Err(config_err(
                 "traffic",
                 format!(
-                    "{} flows exceeds the supported maximum of {} flows per run",
+                    "{} flows exceeds the maximum of {} flows per run (limits.max_flows)",
                     specs.len(),
-                    traffic::MAX_FLOWS
+                    limits.max_flows
                 ),
             ));
         }
