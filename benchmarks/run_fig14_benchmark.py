@@ -22,18 +22,12 @@ import json
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-FIG14 = Path(__file__).resolve().parents[1] / "studies" / "fig14.py"
-
-# Loads this checkout's studies/fig14.py (the installed package may point at another one).
-PRELUDE = rf"""
-import importlib.util, json, resource, sys, time
-spec = importlib.util.spec_from_file_location("tracefabric.studies.fig14", {str(FIG14)!r})
-fig14 = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fig14)
+PRELUDE = r"""
+import json, resource, sys, time
+from tracefabric.studies import fig14
 p = json.loads(sys.stdin.read())
-net = fig14.network(p["k"], gpus=p["gpus"], limits={{"max_flows": 1 << 27}})  # ~8 M flows and more
+net = fig14.network(p["k"], gpus=p["gpus"], limits={"max_flows": 1 << 27})  # ~8 M flows and more
 """
 
 SYNTH = r"""

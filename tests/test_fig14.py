@@ -6,7 +6,6 @@ and OFAN under MSwift + SACK (studies/fig14.py)."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 
@@ -14,21 +13,9 @@ import pytest
 
 from tracefabric.collectives.workload import read_workload
 from tracefabric.network_backends.packet import build_config
+from tracefabric.studies import fig14
 from tracefabric.traces.models import ZOO
 from tracefabric.traces.synthesis import Plan, synthesize, write
-
-from conftest import REPO
-
-
-def _load():
-    # The checkout's own module, whichever checkout the installed package points at.
-    spec = importlib.util.spec_from_file_location("tracefabric.studies.fig14", REPO / "studies" / "fig14.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fig14 = _load()
 
 K, SERVERS, GPUS, SEED = 8, 16, 8, 1
 #: Llama-3 8B cut to 4 layers: on 16 servers a layer's ring step is 1.7 MB (416 full frames),

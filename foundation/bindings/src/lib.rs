@@ -519,7 +519,7 @@ fn simulate_system(
                     (r, net.into_fabric())
                 }
             };
-            packet_report = Some((net.report(), mode));
+            packet_report = Some((net.report(false), mode));
             r
         }
     }

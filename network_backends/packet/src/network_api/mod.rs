@@ -169,14 +169,15 @@ impl DrivenPacket {
         )
     }
 
-    /// The engine's report, replayed periods included (their flows, bytes and queues).
-    pub fn report(mut self) -> Report {
+    /// The engine's report, replayed periods included (their flows, bytes and queues); its
+    /// per-flow list only `with_flows`.
+    pub fn report(mut self, with_flows: bool) -> Report {
         self.finish_replay_if_complete();
         if let State::Live(Some(b)) = std::mem::replace(&mut self.state, State::Live(None)) {
             self.sim.stats_abandon(b.mark);
         }
         let end = self.replay_end;
-        self.sim.driven_report_at(Time(end))
+        self.sim.driven_report_at(Time(end), with_flows)
     }
 
     /// Takes the lowest free connection of the request's pair; its key.
@@ -526,7 +527,7 @@ mod tests {
             at += 2_000_000;
         }
         let reuse = net.stats();
-        let rep = net.report();
+        let rep = net.report(true);
         let flows = rep
             .flows
             .iter()

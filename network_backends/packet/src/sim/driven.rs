@@ -68,18 +68,18 @@ impl Simulation {
     /// `lower_bound_ps` is 0: the system layer decides when flows start, and reads only the
     /// counts.
     pub fn driven_report(self) -> Report {
-        self.driven_report_at(Time::ZERO)
+        self.driven_report_at(Time::ZERO, true)
     }
 
     /// As `driven_report`, with statistics up to `end` where the engine's clock stopped
-    /// earlier (replayed periods, `crate::reuse`).
-    pub fn driven_report_at(mut self, end: Time) -> Report {
+    /// earlier (replayed periods, `crate::reuse`), and the per-flow list if `with_flows`.
+    pub fn driven_report_at(mut self, end: Time, with_flows: bool) -> Report {
         let end = self.now.max(end);
         self.catch_up_all(end);
         let areas: Vec<u128> = (0..self.ports.len())
             .map(|p| self.queue_area_until(p, end))
             .collect();
-        self.report(end, &areas, None)
+        self.report(end, &areas, None, with_flows)
     }
 
     pub(super) fn unfinished(&self, reason: String) -> SimError {

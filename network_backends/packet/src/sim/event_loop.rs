@@ -27,7 +27,7 @@ impl Simulation {
         self.process(Time(u64::MAX), progress)?;
         progress(total, total);
         let bound = self.lower_bound();
-        Ok(self.report(completed_at, &areas_at_completion, Some(bound)))
+        Ok(self.report(completed_at, &areas_at_completion, Some(bound), true))
     }
 
     /// The event loop of `run` and of `next_completion`: one loop, so the compiler inlines
