@@ -48,7 +48,7 @@ with tempfile.TemporaryDirectory() as d:
     write(synthesize(ZOO[p["model"]], Plan("fsdp", world=p["world"], gpus_per_server=8, precision=p["precision"])), d)
     # 1,024 GPUs declare ~32 M ring-step flows (Llama-3 70B): past the engine's default limit.
     net = {"topology": {"kind": "fat_tree", "k": p["k"]}, "link": {"rate_gbps": 800, "latency_ns": 500}, "servers": {"gpus": 8},
-           "limits": {"max_flows": 1 << 27}}
+           "limits": {"max_flows": 1 << 27, "max_time_ms": 20000}}
     w0, c0 = time.perf_counter(), time.process_time()
     kw = {"scheme": p["scheme"], "reuse": p["reuse"]} if p["backend"] == "packet" else {}
     r = simulate(d, p["system"], net, backend=p["backend"], **kw)

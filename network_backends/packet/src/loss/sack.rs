@@ -15,15 +15,40 @@ use std::collections::VecDeque;
 
 const NEVER: Time = Time(u64::MAX);
 
-struct Flow {
-    n_packets: u32,
-    last_payload: u32,
+/// A flow's per-packet state: allocated when it first sends, freed once every packet is
+/// acknowledged (an iteration declares tens of millions of flows, a few run at a time).
+struct Packets {
     acked: Vec<bool>,
     /// Time each packet was last sent (NEVER before its first transmission).
     sent_at: Vec<Time>,
     /// Queued for retransmission and not yet resent.
     queued: Vec<bool>,
     retransmit: VecDeque<u32>,
+}
+
+impl Packets {
+    fn new(n: u32) -> Box<Packets> {
+        Box::new(Packets {
+            acked: vec![false; n as usize],
+            sent_at: vec![NEVER; n as usize],
+            queued: vec![false; n as usize],
+            retransmit: VecDeque::new(),
+        })
+    }
+
+    fn queue(&mut self, seq: u32) {
+        if !self.queued[seq as usize] && !self.acked[seq as usize] {
+            self.queued[seq as usize] = true;
+            self.retransmit.push_back(seq);
+        }
+    }
+}
+
+struct Flow {
+    n_packets: u32,
+    last_payload: u32,
+    /// None before the first send and after the last packet is acknowledged.
+    packets: Option<Box<Packets>>,
     next_new: u32,
     lowest_unacked: u32,
     highest_acked: Option<u32>,
@@ -47,7 +72,6 @@ pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery
 }
 
 impl Sack {
-    /// SACK as scheme `name`, with or without trimming at the switches.
     pub(super) fn new(
         name: &str,
         init: &LossInit,
@@ -67,10 +91,7 @@ impl Sack {
                 Flow {
                     n_packets: n,
                     last_payload,
-                    acked: vec![false; n as usize],
-                    sent_at: vec![NEVER; n as usize],
-                    queued: vec![false; n as usize],
-                    retransmit: VecDeque::new(),
+                    packets: None,
                     next_new: 0,
                     lowest_unacked: 0,
                     highest_acked: None,
@@ -98,10 +119,23 @@ impl Flow {
         }
     }
 
-    fn queue(&mut self, seq: u32) {
-        if !self.queued[seq as usize] && !self.acked[seq as usize] {
-            self.queued[seq as usize] = true;
-            self.retransmit.push_back(seq);
+    fn complete(&self) -> bool {
+        self.acked_count == self.n_packets
+    }
+
+    /// Splits the flow into its scalars and its packets (allocated on first use).
+    fn parts(&mut self) -> (&mut Flow, Box<Packets>) {
+        let p = self
+            .packets
+            .take()
+            .unwrap_or_else(|| Packets::new(self.n_packets));
+        (self, p)
+    }
+
+    /// Puts the packets back, or frees them once every packet is acknowledged.
+    fn keep(&mut self, p: Box<Packets>) {
+        if !self.complete() {
+            self.packets = Some(p);
         }
     }
 }
@@ -115,33 +149,40 @@ impl LossRecovery for Sack {
     fn next_packet(&mut self, flow: FlowId, now: Time) -> Option<Send> {
         let full = self.payload;
         let f = &mut self.flows[flow as usize];
-        while let Some(seq) = f.retransmit.pop_front() {
-            f.queued[seq as usize] = false;
-            if !f.acked[seq as usize] {
-                f.sent_at[seq as usize] = now;
+        if f.complete() {
+            return None;
+        }
+        let (f, mut p) = f.parts();
+        let mut send = None;
+        while let Some(seq) = p.retransmit.pop_front() {
+            p.queued[seq as usize] = false;
+            if !p.acked[seq as usize] {
+                p.sent_at[seq as usize] = now;
                 // Its earlier copy was counted out of flight when declared missing.
                 let payload = f.payload_of(seq, full);
                 f.in_flight += payload as u64;
-                return Some(Send {
+                send = Some(Send {
                     seq,
                     payload,
                     retransmission: true,
                 });
+                break;
             }
         }
-        if f.next_new < f.n_packets {
+        if send.is_none() && f.next_new < f.n_packets {
             let seq = f.next_new;
             f.next_new += 1;
-            f.sent_at[seq as usize] = now;
+            p.sent_at[seq as usize] = now;
             let payload = f.payload_of(seq, full);
             f.in_flight += payload as u64;
-            return Some(Send {
+            send = Some(Send {
                 seq,
                 payload,
                 retransmission: false,
             });
         }
-        None
+        f.keep(p);
+        send
     }
 
     fn on_feedback(&mut self, fb: &Feedback) -> AckOutcome {
@@ -149,34 +190,44 @@ impl LossRecovery for Sack {
         let full = self.payload;
         let threshold = self.threshold;
         let f = &mut self.flows[flow as usize];
+        if f.complete() || seq >= f.n_packets || f.packets.is_none() {
+            // A late copy after the last ACK (or before any send: none can be).
+            return AckOutcome {
+                newly_acked: 0,
+                complete: f.complete(),
+            };
+        }
+        let (f, mut p) = f.parts();
+        let s = seq as usize;
         if fb.nack() {
             // The receiver asks for `seq` again (it was trimmed on its way): resend it now.
-            let s = seq as usize;
-            if seq < f.n_packets && !f.acked[s] && f.sent_at[s] != NEVER {
+            if !p.acked[s] && p.sent_at[s] != NEVER {
                 f.in_flight = f.in_flight.saturating_sub(f.payload_of(seq, full) as u64);
-                f.queue(seq);
-                f.sent_at[s] = NEVER;
+                p.queue(seq);
+                p.sent_at[s] = NEVER;
             }
+            f.keep(p);
             return AckOutcome {
                 newly_acked: 0,
-                complete: f.acked_count == f.n_packets,
+                complete: false,
             };
         }
-        if seq >= f.n_packets || f.acked[seq as usize] {
+        if p.acked[s] {
+            f.keep(p);
             return AckOutcome {
                 newly_acked: 0,
-                complete: f.acked_count == f.n_packets,
+                complete: false,
             };
         }
-        f.acked[seq as usize] = true;
+        p.acked[s] = true;
         f.acked_count += 1;
-        if f.sent_at[seq as usize] != NEVER {
-            f.latest_acked_send = f.latest_acked_send.max(f.sent_at[seq as usize]);
+        if p.sent_at[s] != NEVER {
+            f.latest_acked_send = f.latest_acked_send.max(p.sent_at[s]);
         }
         let payload = f.payload_of(seq, full);
         f.in_flight = f.in_flight.saturating_sub(payload as u64);
         f.highest_acked = Some(f.highest_acked.map_or(seq, |h| h.max(seq)));
-        while f.lowest_unacked < f.n_packets && f.acked[f.lowest_unacked as usize] {
+        while f.lowest_unacked < f.n_packets && p.acked[f.lowest_unacked as usize] {
             f.lowest_unacked += 1;
         }
         if let Some(high) = f.highest_acked {
@@ -184,48 +235,56 @@ impl LossRecovery for Sack {
                 for s in f.lowest_unacked..high {
                     // Only copies sent before an acknowledged packet count as missing, so a
                     // retransmission is not retransmitted again by the next ACK.
-                    let sent = f.sent_at[s as usize];
-                    if !f.acked[s as usize]
-                        && !f.queued[s as usize]
+                    let sent = p.sent_at[s as usize];
+                    if !p.acked[s as usize]
+                        && !p.queued[s as usize]
                         && sent != NEVER
                         && sent < f.latest_acked_send
                     {
-                        let p = f.payload_of(s, full) as u64;
-                        f.in_flight = f.in_flight.saturating_sub(p);
-                        f.queue(s);
-                        f.sent_at[s as usize] = NEVER;
+                        let lost = f.payload_of(s, full) as u64;
+                        f.in_flight = f.in_flight.saturating_sub(lost);
+                        p.queue(s);
+                        p.sent_at[s as usize] = NEVER;
                     }
                 }
             }
         }
+        let complete = f.complete();
+        f.keep(p);
         AckOutcome {
             newly_acked: payload,
-            complete: f.acked_count == f.n_packets,
+            complete,
         }
     }
 
     fn on_timeout(&mut self, flow: FlowId, now: Time, rto: Dur) -> u32 {
         let full = self.payload;
         let f = &mut self.flows[flow as usize];
+        if f.packets.is_none() {
+            return 0;
+        }
+        let (f, mut p) = f.parts();
         let mut lost = 0;
         for s in f.lowest_unacked..f.next_new {
-            let sent = f.sent_at[s as usize];
-            if !f.acked[s as usize] && sent != NEVER && sent + rto <= now {
-                let p = f.payload_of(s, full) as u64;
-                f.in_flight = f.in_flight.saturating_sub(p);
-                f.queue(s);
-                f.sent_at[s as usize] = NEVER;
+            let sent = p.sent_at[s as usize];
+            if !p.acked[s as usize] && sent != NEVER && sent + rto <= now {
+                let bytes = f.payload_of(s, full) as u64;
+                f.in_flight = f.in_flight.saturating_sub(bytes);
+                p.queue(s);
+                p.sent_at[s as usize] = NEVER;
                 lost += 1;
             }
         }
+        f.keep(p);
         lost
     }
 
     fn oldest_outstanding(&self, flow: FlowId) -> Option<Time> {
         let f = &self.flows[flow as usize];
+        let p = f.packets.as_ref()?;
         (f.lowest_unacked..f.next_new)
-            .filter(|&s| !f.acked[s as usize])
-            .map(|s| f.sent_at[s as usize])
+            .filter(|&s| !p.acked[s as usize])
+            .map(|s| p.sent_at[s as usize])
             .filter(|&t| t != NEVER)
             .min()
     }
@@ -245,7 +304,9 @@ impl LossRecovery for Sack {
     fn nothing_due(&self, flow: FlowId) -> bool {
         // `next_packet` skips queued packets acknowledged meanwhile.
         let f = &self.flows[flow as usize];
-        f.next_new >= f.n_packets && f.retransmit.iter().all(|&seq| f.acked[seq as usize])
+        f.next_new >= f.n_packets
+            && (f.packets.as_ref())
+                .is_none_or(|p| p.retransmit.iter().all(|&seq| p.acked[seq as usize]))
     }
 }
 
