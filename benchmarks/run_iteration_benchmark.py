@@ -46,9 +46,10 @@ from tracefabric.traces.synthesis import Plan, synthesize, write
 p = json.loads(sys.stdin.read())
 with tempfile.TemporaryDirectory() as d:
     write(synthesize(ZOO[p["model"]], Plan("fsdp", world=p["world"], gpus_per_server=8, precision=p["precision"])), d)
-    # 1,024 GPUs declare ~32 M ring-step flows (Llama-3 70B): past the engine's default limit.
+    # 1,024 GPUs declare ~32 M ring-step flows (Llama-3 70B): they run on engines of
+    # limits.max_flows flows each (docs/iterations.md); 405B's iteration takes 5.3 s.
     net = {"topology": {"kind": "fat_tree", "k": p["k"]}, "link": {"rate_gbps": 800, "latency_ns": 500}, "servers": {"gpus": 8},
-           "limits": {"max_flows": 1 << 27, "max_time_ms": 20000}}
+           "limits": {"max_flows": p["max_flows"], "max_time_ms": 20000}}
     w0, c0 = time.perf_counter(), time.process_time()
     kw = {"scheme": p["scheme"], "reuse": p["reuse"]} if p["backend"] == "packet" else {}
     r = simulate(d, p["system"], net, backend=p["backend"], **kw)
@@ -62,10 +63,10 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "events": c.get("eve
 """
 
 
-def run(point: tuple, reuse: str, timeout: float) -> dict | str:
+def run(point: tuple, reuse: str, max_flows: int, timeout: float) -> dict | str:
     _, model, world, precision, k, backend, scheme = point
     spec = {"model": model, "world": world, "precision": precision, "k": k, "backend": backend, "scheme": scheme, "system": SYSTEM,
-            "reuse": reuse}
+            "reuse": reuse, "max_flows": max_flows}
     try:
         out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(spec), capture_output=True, text=True,
                              timeout=timeout, check=True)
@@ -81,6 +82,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(POINTS), help="points to run, e.g. a,b,c")
     ap.add_argument("--reuse", default="off,exact", help="reuse modes of the packet points, e.g. off,exact,fast")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per point before it is reported as too slow")
+    ap.add_argument("--max-flows", type=int, default=1 << 22, help="flows per engine window (limits.max_flows)")
     args = ap.parse_args()
     print("| point | scenario | reuse | wall s | CPU s | peak RSS MiB | events | events skipped | periods replayed | "
           "iteration ms | fabric GB | speed-up | iteration diff |")
@@ -89,7 +91,7 @@ def main() -> None:
         point = POINTS[name]
         first = None
         for mode in args.reuse.split(",") if point[5] == "packet" else [""]:
-            r = run(point, mode or "exact", args.timeout)
+            r = run(point, mode or "exact", args.max_flows, args.timeout)
             if isinstance(r, str):
                 print(f"| {name} | {point[0]} | {mode} | {r} | | | | | | | | | |", flush=True)
                 continue

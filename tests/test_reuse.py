@@ -122,3 +122,18 @@ def test_reuse_is_deterministic_and_checked():
     with pytest.raises(ConfigError) as e:
         simulate(workload("fsdp"), SYSTEM, FAT_TREE, backend="packet", reuse="sometimes")
     assert e.value.field == "reuse" and "exact, fast, off" in str(e.value)
+
+
+def test_engine_windows_give_one_engines_results():
+    """A run declaring more flows than limits.max_flows runs on a sequence of engines, each
+    built for a window of them at a quiescent point: the same iteration as one engine, and
+    refused with failures (whose scheduled changes one engine cannot hand to the next)."""
+    one = case("fsdp-ecmp", "exact")
+    assert one.network_counters["reuse_flows_replayed"] > 3000  # of ~4,000 crossing the fabric
+    for reuse in ("exact", "off"):
+        net = {**FAT_TREE, "limits": {"max_flows": 1000}}
+        windowed = simulate(workload("fsdp"), SYSTEM, net, backend="packet", scheme="ecmp", reuse=reuse)
+        assert windowed.collectives.equals(one.collectives) and windowed.links.equals(one.links), reuse
+        assert windowed.stages.equals(one.stages)
+    with pytest.raises(ConfigError, match="more than limits.max_flows = 1000: it runs on a sequence of engines"):
+        simulate(workload("fsdp"), SYSTEM, {**net, "failures": FAILURES}, backend="packet", scheme="ecmp")

@@ -17,10 +17,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tracefabric_analytical::scale_up;
-use tracefabric_packet::network_api::DrivenPacket;
+use tracefabric_packet::network_api::{DrivenPacket, EngineFactory, Windows};
 use tracefabric_packet::reuse::ReuseMode;
-use tracefabric_packet::traffic::FlowSpec;
-use tracefabric_packet::units::Time;
 use tracefabric_packet::{Fabric, SimConfig, SimError, Simulation};
 
 create_exception!(
@@ -475,23 +473,29 @@ fn simulate_system(
                     *f = scale_up::fabric_request(layout, f);
                 }
             }
-            let declared = DrivenPacket::declared(&flows);
-            let specs = (declared.iter())
-                .map(|f| FlowSpec {
-                    src: f.src,
-                    dst: f.dst,
-                    bytes: f.bytes,
-                    start: Time::ZERO,
-                })
-                .collect();
-            let built = Simulation::build(
-                fabric,
-                specs,
-                &sim_cfg.scheme,
-                &sim_cfg.limits,
-                sim_cfg.seed,
-            );
-            let sim = match built {
+            // More flows than one engine holds: a sequence of engines, one per window.
+            let window = sim_cfg.limits.max_flows as usize;
+            let (scheme, limits, seed) =
+                (sim_cfg.scheme.clone(), sim_cfg.limits.clone(), sim_cfg.seed);
+            let build: EngineFactory = Box::new(move |specs| {
+                Simulation::build(fabric.clone(), specs, &scheme, &limits, seed)
+            });
+            let mut windows = Windows::new(&flows, window, build);
+            if !windows.single() {
+                let f = sim_cfg.fabric().failures;
+                if f.probability > 0.0 || !f.links.is_empty() || sim_cfg.scheme.qdisc == "pfc" {
+                    return Err(bad_input(
+                        "packet backend",
+                        format!(
+                            "the run declares {} flows, more than limits.max_flows = {window}: \
+                             it runs on a sequence of engines, which cannot carry failures or \
+                             PFC state from one to the next; raise limits.max_flows",
+                            windows.len()
+                        ),
+                    ));
+                }
+            }
+            let sim = match windows.engine(0) {
                 Ok(sim) => sim,
                 // Name the ET node behind the flow, not the engine's internal flow index.
                 Err(SimError::BadFlow {
@@ -500,12 +504,13 @@ fn simulate_system(
                     message,
                 }) => {
                     let why = format!("field `{field}` {message}");
+                    let declared = DrivenPacket::declared(&flows);
                     return Err(system_err(prepared.flow_error(&declared[index], &why)));
                 }
                 Err(e) => return Err(to_py_err(e)),
             };
-            drop(declared);
-            let net = DrivenPacket::with_reuse(sim, &flows, mode)
+            let windows = (!windows.single()).then_some(windows);
+            let net = DrivenPacket::with_windows(sim, &flows, mode, windows)
                 .map_err(|e| bad_input("packet backend", e))?;
             drop(flows);
             let (r, net) = match layout {

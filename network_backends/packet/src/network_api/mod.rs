@@ -25,6 +25,9 @@ use crate::units::Time;
 use tracefabric_netapi::{FlowRequest, Network, Ps};
 
 mod periods;
+mod windows;
+
+pub use windows::{EngineFactory, Windows};
 
 /// `engine_flow` entry of a request that puts no bytes on the network.
 const EMPTY: u32 = u32::MAX;
@@ -73,18 +76,22 @@ pub struct DrivenPacket {
     mode: ReuseMode,
     state: State,
     library: Library,
-    /// Connections in use per (src, dst), and each running request's connection key.
+    /// Connections in use per (src, dst), and each running request's (src, dst, connection).
     busy_connections: HashMap<(u32, u32), Vec<bool>>,
     connection_of: HashMap<u64, (u32, u32, u32)>,
-    /// Fast mode: requests a replay already completed, which the engine ran again, and
-    /// completions the engine gave while it was handed a replayed period's calls.
+    /// Fast mode: requests a replay already completed, which the engine ran again (their
+    /// completions are not handed out twice), and completions the engine gave while it was
+    /// handed a replayed period's calls (handed out next).
     delivered: HashSet<u64>,
     pending: VecDeque<(Ps, u64)>,
     /// Latest time handed to the system layer (fast mode never hands out an earlier one).
     floor: Ps,
     replay_end: Ps,
     reuse: ReuseStats,
+    /// Engine windows, where the run declares more flows than one engine holds.
+    windows: Option<Windows>,
 }
+
 impl DrivenPacket {
     /// The requests whose bytes the engine must carry, in id order: declare exactly these
     /// in the config's flow list (their position is their engine flow index).
@@ -99,9 +106,19 @@ impl DrivenPacket {
     }
 
     pub fn with_reuse(
+        sim: Simulation,
+        requests: &[FlowRequest],
+        mode: ReuseMode,
+    ) -> Result<DrivenPacket, String> {
+        DrivenPacket::with_windows(sim, requests, mode, None)
+    }
+
+    /// As `with_reuse`; with `windows`, `sim` holds the first window's flows.
+    pub fn with_windows(
         mut sim: Simulation,
         requests: &[FlowRequest],
         mode: ReuseMode,
+        windows: Option<Windows>,
     ) -> Result<DrivenPacket, String> {
         sim.drive();
         let mut engine_flow = Vec::with_capacity(requests.len());
@@ -121,7 +138,10 @@ impl DrivenPacket {
             }
         }
         // Each start compares its request with the declared flow; here only the count.
-        let n = request_id.len() as u32;
+        let n = match &windows {
+            Some(w) => w.specs(0).len() as u32,
+            None => request_id.len() as u32,
+        };
         if sim.flow_spec(n).is_some() || (n > 0 && sim.flow_spec(n - 1).is_none()) {
             return Err(format!(
                 "the engine declares other flows than the {} requests it must carry",
@@ -143,6 +163,7 @@ impl DrivenPacket {
             floor: 0,
             replay_end: 0,
             reuse: ReuseStats::default(),
+            windows,
         })
     }
 
@@ -177,7 +198,24 @@ impl DrivenPacket {
             self.sim.stats_abandon(b.mark);
         }
         let end = self.replay_end;
-        self.sim.driven_report_at(Time(end), with_flows)
+        let before = self.windows.as_ref().map_or(0, |w| w.events_before);
+        let mut rep = self.sim.driven_report_at(Time(end), with_flows);
+        rep.events += before;
+        rep
+    }
+
+    /// The request behind engine flow `i` (of the current window).
+    fn request_of(&self, i: u32) -> u64 {
+        let lo = self.windows.as_ref().map_or(0, |w| w.lo);
+        self.request_id[lo + i as usize]
+    }
+
+    /// The declared flow `g`'s (src, dst, bytes).
+    fn declared_flow(&self, g: u32) -> Option<(u32, u32, u64)> {
+        match &self.windows {
+            Some(w) => w.flow(g as usize),
+            None => (self.sim.flow_spec(g)).map(|f| (f.src, f.dst, f.bytes)),
+        }
     }
 
     /// Takes the lowest free connection of the request's pair; its key.
@@ -206,7 +244,7 @@ impl DrivenPacket {
 
     /// Hands request `id` on connection `key` to the engine at `at`.
     fn engine_start(&mut self, id: u64, key: u32, at: Ps) -> Result<(), String> {
-        let i = self.engine_flow[id as usize];
+        let i = self.engine_index(self.engine_flow[id as usize])?;
         self.sim.set_connection(i, key);
         // The engine numbers its own flows: name the request instead.
         self.sim.start_flow(i, Time(at)).map_err(|e| {
@@ -301,7 +339,7 @@ impl DrivenPacket {
                 }
                 return Ok(None);
             };
-            let id = self.request_id[i as usize];
+            let id = self.request_of(i);
             if self.delivered.remove(&id) {
                 continue;
             }
@@ -334,8 +372,8 @@ impl Network for DrivenPacket {
                 self.empty_done.push(Reverse((at, f.id)));
                 return Ok(());
             }
-            Some(i) if i != EMPTY => match self.sim.flow_spec(i) {
-                Some(spec) if spec.src == f.src && spec.dst == f.dst && spec.bytes == f.bytes => {}
+            Some(g) if g != EMPTY => match self.declared_flow(g) {
+                Some(spec) if spec == (f.src, f.dst, f.bytes) => {}
                 _ => return Err(Self::not_declared(&f)),
             },
             _ => return Err(Self::not_declared(&f)),
@@ -395,186 +433,4 @@ impl Network for DrivenPacket {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::SimConfig;
-
-    fn request(id: u64, src: u32, dst: u32, bytes: u64) -> FlowRequest {
-        FlowRequest {
-            id,
-            src,
-            dst,
-            bytes,
-        }
-    }
-
-    #[test]
-    fn empty_transfers_end_at_their_start_between_the_engine_completions() {
-        // Requests 0 and 2 cross the network (engine flows 0 and 1); 1 is empty and 3 is
-        // rank 3's send to itself.
-        let requests = [
-            request(0, 0, 5, 8192),
-            request(1, 1, 6, 0),
-            request(2, 2, 7, 4096),
-            request(3, 3, 3, 1 << 20),
-        ];
-        let declared = DrivenPacket::declared(&requests);
-        assert_eq!(declared.iter().map(|f| f.id).collect::<Vec<_>>(), [0, 2]);
-        let cfg = r#"{"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 100},
-            "traffic": {"kind": "flows", "src": [0, 2], "dst": [5, 7], "bytes": [8192, 4096],
-                        "start_ps": [0, 0]}}"#;
-        let sim = || Simulation::new(SimConfig::from_json(cfg).unwrap()).unwrap();
-        // The same two flows driven alone (no empty transfer), for the times to expect.
-        let mut alone = DrivenPacket::new(sim(), &requests).unwrap();
-        alone.start_flow(requests[0], 0).unwrap();
-        alone.start_flow(requests[2], 0).unwrap();
-        let first = alone.next_completion(u64::MAX).unwrap().unwrap();
-        let second = alone.next_completion(u64::MAX).unwrap().unwrap();
-        let (fct2, fct0) = match (first, second) {
-            ((t2, 2), (t0, 0)) => (t2, t0),
-            other => panic!("flow 2 (4 KB) should finish first: {other:?}"),
-        };
-        let mut net = DrivenPacket::new(sim(), &requests).unwrap();
-        net.start_flow(requests[0], 0).unwrap();
-        net.start_flow(requests[2], 0).unwrap();
-        net.start_flow(requests[1], 0).unwrap();
-        net.start_flow(requests[3], fct2 + 7).unwrap();
-        let mut got = Vec::new();
-        while let Some(done) = net.next_completion(u64::MAX).unwrap() {
-            got.push(done);
-        }
-        assert_eq!(got, [(0, 1), (fct2, 2), (fct2 + 7, 3), (fct0, 0)]);
-        // An engine limit before an empty transfer's time leaves it pending.
-        let mut net = DrivenPacket::new(sim(), &requests).unwrap();
-        net.start_flow(requests[1], 50).unwrap();
-        assert_eq!(net.next_completion(50).unwrap(), None);
-        assert_eq!(net.next_completion(51).unwrap(), Some((50, 1)));
-    }
-
-    #[test]
-    fn requests_must_match_what_the_engine_declared() {
-        let cfg = r#"{"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 100},
-            "traffic": {"kind": "flows", "src": [0], "dst": [5], "bytes": [8192], "start_ps": [0]}}"#;
-        let sim = || Simulation::new(SimConfig::from_json(cfg).unwrap()).unwrap();
-        let two = [request(0, 0, 5, 8192), request(1, 1, 5, 10)];
-        let e = DrivenPacket::new(sim(), &two).err().unwrap();
-        assert!(
-            e.contains("other flows than the 2 requests it must carry"),
-            "{e}"
-        );
-        let mut net =
-            DrivenPacket::new(sim(), &[request(0, 0, 5, 8192), request(1, 1, 5, 0)]).unwrap();
-        for bad in [
-            request(1, 1, 5, 3),
-            request(0, 0, 6, 8192),
-            request(9, 0, 5, 0),
-        ] {
-            let e = net.start_flow(bad, 0).unwrap_err();
-            assert!(e.contains("was not declared to the packet engine"), "{e}");
-        }
-    }
-
-    /// Five rounds of a 4-host ring exchange on a k=4 fat tree, each round starting 2 us
-    /// after the last one ended; with `extra`, round 3 also starts a flow 1 us in (a
-    /// collective starting inside the period). Returns the completions, what reuse did and
-    /// the report's per-flow and per-link numbers.
-    fn rounds(lb: &str, mode: ReuseMode, extra: bool) -> (Vec<(Ps, u64)>, ReuseStats, Vec<u64>) {
-        let hosts = [0u32, 5, 10, 15];
-        let mut requests = Vec::new();
-        for r in 0..5u64 {
-            for (k, &h) in hosts.iter().enumerate() {
-                let (dst, bytes) = (hosts[(k + 1) % 4], 64_000 + 1000 * (k as u64 % 2));
-                requests.push(request(requests.len() as u64, h, dst, bytes));
-            }
-            if r == 3 {
-                requests.push(request(requests.len() as u64, 1, 6, 30_000));
-            }
-        }
-        let declared = DrivenPacket::declared(&requests);
-        let column = |f: fn(&FlowRequest) -> u64| declared.iter().map(f).collect::<Vec<_>>();
-        let cfg = format!(
-            r#"{{"topology": {{"kind": "fat_tree", "k": 4}}, "link": {{"rate_gbps": 100}},
-            "scheme": {{"lb": "{lb}", "cc": "dctcp", "loss": "sack"}},
-            "traffic": {{"kind": "flows", "src": {:?}, "dst": {:?}, "bytes": {:?},
-                         "start_ps": {:?}}}}}"#,
-            column(|f| f.src as u64),
-            column(|f| f.dst as u64),
-            column(|f| f.bytes),
-            vec![0; declared.len()]
-        );
-        let sim = Simulation::new(SimConfig::from_json(&cfg).unwrap()).unwrap();
-        let mut net = DrivenPacket::with_reuse(sim, &requests, mode).unwrap();
-        let (mut at, mut next, mut got) = (0u64, 0usize, Vec::new());
-        for r in 0..5 {
-            let mut left = 4;
-            for _ in 0..4 {
-                net.start_flow(requests[next], at).unwrap();
-                next += 1;
-            }
-            if r == 3 {
-                if extra {
-                    assert_eq!(net.next_completion(at + 1_000_000).unwrap(), None);
-                    net.start_flow(requests[next], at + 1_000_000).unwrap();
-                    left += 1;
-                }
-                next += 1;
-            }
-            for _ in 0..left {
-                let done = net.next_completion(u64::MAX).unwrap().unwrap();
-                got.push(done);
-                at = done.0;
-            }
-            at += 2_000_000;
-        }
-        let reuse = net.stats();
-        let rep = net.report(true);
-        let flows = rep
-            .flows
-            .iter()
-            .flat_map(|f| [f.start_ps, f.finish_ps, f.packets_sent]);
-        let links = rep.links.iter().flat_map(|l| [l.bytes, l.max_queue_bytes]);
-        let counts = [
-            rep.data_packet_hops,
-            rep.data_bytes_delivered,
-            rep.ecn_marks,
-        ];
-        (got, reuse, flows.chain(links).chain(counts).collect())
-    }
-
-    #[test]
-    fn exact_reuse_replays_repeated_rounds_bit_for_bit() {
-        for lb in ["ecmp", "reps"] {
-            for extra in [false, true] {
-                let (full, none, full_rep) = rounds(lb, ReuseMode::Off, extra);
-                let (reused, stats, reused_rep) = rounds(lb, ReuseMode::Exact, extra);
-                assert_eq!(none.replayed, 0);
-                assert_eq!(full, reused, "{lb}, extra flow {extra}");
-                assert_eq!(full_rep, reused_rep, "{lb}, extra flow {extra}");
-                assert_eq!(stats.periods, 5);
-                // Round 1 is logged and rounds 2..5 replayed, but for the one that a flow
-                // starting inside it cut short: that one runs on the engine.
-                assert_eq!(stats.replayed, if extra { 3 } else { 4 }, "{lb} {stats:?}");
-                assert_eq!(stats.materialized, extra as u64, "{lb}");
-            }
-        }
-        // The same rounds at other times are other periods' equals: every round takes as
-        // long as the first.
-        let (full, _, _) = rounds("ecmp", ReuseMode::Off, false);
-        let round = |r: usize| full[4 * r + 3].0 - (full[4 * r].0.min(full[4 * r + 3].0));
-        assert!(round(0) > 0 && (1..5).all(|r| round(r) == round(0)));
-    }
-
-    #[test]
-    fn a_scheme_with_state_across_flows_is_never_replayed_exactly() {
-        // host_spray draws every packet's path from one random stream.
-        let (full, _, full_rep) = rounds("host_spray", ReuseMode::Off, false);
-        let (reused, stats, reused_rep) = rounds("host_spray", ReuseMode::Exact, false);
-        assert_eq!((stats.periods, stats.replayed), (5, 0));
-        assert_eq!((&full, &full_rep), (&reused, &reused_rep));
-        // Fast mode replays it: the same bytes, other draws.
-        let (_, fast, fast_rep) = rounds("host_spray", ReuseMode::Fast, false);
-        assert_eq!(fast.replayed, 4, "{fast:?}");
-        let hops = |rep: &[u64]| rep[rep.len() - 3];
-        assert_eq!(hops(&fast_rep), hops(&full_rep));
-    }
-}
+mod tests;

@@ -52,14 +52,12 @@ impl DrivenPacket {
                     outcome,
                 } => {
                     let id = r.ids[*start as usize];
-                    let i = self.engine_flow[id as usize];
                     let (start, finish) = (starts[*start as usize], r.t0 as i64 + rel);
-                    self.sim.complete_replayed(
-                        i,
-                        Time(start as u64),
-                        Time(finish as u64),
-                        *outcome,
-                    );
+                    // In another engine window than the current one: counted, not listed.
+                    if let Some(i) = self.engine_index_if_here(self.engine_flow[id as usize]) {
+                        let (start, finish) = (Time(start as u64), Time(finish as u64));
+                        self.sim.complete_replayed(i, start, finish, *outcome);
+                    }
                     self.replay_end = self.replay_end.max(finish as u64);
                 }
             }
@@ -109,9 +107,9 @@ impl DrivenPacket {
                 Entry::Done { rel, start, .. } => {
                     let id = r.ids[*start as usize];
                     if same {
-                        let (t, want) = ((r.t0 as i64 + rel) as u64, self.engine_flow[id as usize]);
+                        let t = (r.t0 as i64 + rel) as u64;
                         let got = self.engine_next(t + 1)?;
-                        if got == Some((t, want)) {
+                        if got.map(|(at, i)| (at, self.request_of(i))) == Some((t, id)) {
                             continue;
                         }
                         let what = "another completion than the logged one";
@@ -167,7 +165,7 @@ impl DrivenPacket {
         got: (Ps, u32),
     ) -> Result<(), String> {
         self.off_log_at_all(r, what)?;
-        let id = self.request_id[got.1 as usize];
+        let id = self.request_of(got.1);
         if handed.contains(&id) {
             self.delivered.remove(&id);
         } else {

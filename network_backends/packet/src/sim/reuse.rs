@@ -247,21 +247,22 @@ impl Simulation {
     pub fn add_stats(&mut self, d: &StatsDelta) {
         self.add_globals(&d.globals);
         for (p, pd) in &d.ports {
-            let (rt, c) = (
-                &mut self.ports[*p as usize],
-                &mut self.port_counts[*p as usize],
-            );
-            rt.tx_bytes += pd.tx_bytes;
-            rt.data_tx_bytes += pd.data_tx_bytes;
-            rt.queue_area += pd.queue_area;
-            rt.max_queue = rt.max_queue.max(pd.max_queue);
-            c.drops += pd.drops;
-            c.marks += pd.marks;
-            c.trims += pd.trims;
+            self.add_port(*p as usize, pd);
         }
         for (k, v) in &d.counters {
             *self.replayed_counters.entry(k.clone()).or_default() += v;
         }
+    }
+
+    fn add_port(&mut self, p: usize, d: &PortDelta) {
+        let (rt, c) = (&mut self.ports[p], &mut self.port_counts[p]);
+        rt.tx_bytes += d.tx_bytes;
+        rt.data_tx_bytes += d.data_tx_bytes;
+        rt.queue_area += d.queue_area;
+        rt.max_queue = rt.max_queue.max(d.max_queue);
+        c.drops += d.drops;
+        c.marks += d.marks;
+        c.trims += d.trims;
     }
 
     /// Flow `f` of a replayed period started at `start` and completed at `finish`.
@@ -279,6 +280,33 @@ impl Simulation {
         hot.blocked = true;
         self.n_started += 1;
         self.done += 1;
+    }
+
+    /// Events this engine processed.
+    pub fn events_processed(&self) -> u64 {
+        self.events.processed()
+    }
+
+    /// Takes over the statistics of `old`, the engine of the previous window
+    /// (`network_api::windows`), quiescent, on the same fabric.
+    pub fn carry_over(&mut self, mut old: Simulation) {
+        old.catch_up_all(old.now);
+        self.add_globals(&old.globals());
+        for (p, (rt, c)) in old.ports.iter().zip(&old.port_counts).enumerate() {
+            let all = PortDelta {
+                tx_bytes: rt.tx_bytes,
+                data_tx_bytes: rt.data_tx_bytes,
+                queue_area: rt.queue_area,
+                max_queue: rt.max_queue,
+                drops: c.drops,
+                marks: c.marks,
+                trims: c.trims,
+            };
+            self.add_port(p, &all);
+        }
+        for (k, v) in old.all_counters().into_iter().chain(old.replayed_counters) {
+            *self.replayed_counters.entry(k).or_default() += v;
+        }
     }
 
     /// Data-packet events the replayed periods would have taken.
