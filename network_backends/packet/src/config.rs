@@ -119,8 +119,9 @@ pub struct LimitsConfig {
     pub max_time_ms: f64,
     /// Consecutive timeouts without progress after which a flow is declared stuck.
     pub max_timeouts: u32,
-    /// Most flows a run may declare (`traffic::MAX_FLOWS` unless raised: each takes a few
-    /// hundred bytes; a system layer declares every flow of an iteration).
+    /// Most flows one engine declares (`traffic::MAX_FLOWS` unless set: each takes a few
+    /// hundred bytes). A driven run with more runs on engine windows of this many
+    /// (`network_api::windows`); a standalone run is refused.
     pub max_flows: u64,
 }
 impl Default for LimitsConfig {
