@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_iteration_benchmark import child  # noqa: E402
 
 PRELUDE = r"""
 import json, resource, sys, time
@@ -59,18 +62,6 @@ print(json.dumps({**fig14.summary(table), "wall": wall, "cpu": cpu, "min": float
                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "replayed": f"{c.get('reuse_replayed', 0)}/{c.get('reuse_periods', 0)}", "drops": c.get("data_packets_dropped", 0)}))
 """
-
-
-def child(code: str, spec: dict, timeout: float) -> dict | list | str:
-    try:
-        out = subprocess.run([sys.executable, "-c", code], input=json.dumps(spec), capture_output=True, text=True,
-                             timeout=timeout, check=True)
-    except subprocess.TimeoutExpired:
-        return f"> {timeout:.0f} s"
-    except subprocess.CalledProcessError as e:
-        lines = e.stderr.strip().splitlines()
-        return f"failed: {lines[-1] if lines else e.returncode}"
-    return json.loads(out.stdout) if out.stdout.strip() else {}
 
 
 def main() -> None:

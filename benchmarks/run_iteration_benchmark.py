@@ -63,18 +63,25 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "events": c.get("eve
 """
 
 
-def run(point: tuple, reuse: str, max_flows: int, timeout: float) -> dict | str:
-    _, model, world, precision, k, backend, scheme = point
-    spec = {"model": model, "world": world, "precision": precision, "k": k, "backend": backend, "scheme": scheme, "system": SYSTEM,
-            "reuse": reuse, "max_flows": max_flows}
+def child(code: str, spec: dict, timeout: float) -> dict | list | str:
+    """Runs `code` in its own Python process (its peak RSS is its own) with `spec` as JSON on
+    stdin; its JSON output, or why there is none."""
     try:
-        out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(spec), capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", code], input=json.dumps(spec), capture_output=True, text=True,
                              timeout=timeout, check=True)
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f} s"
     except subprocess.CalledProcessError as e:
-        return f"failed: {e.stderr.strip().splitlines()[-1]}"
-    return json.loads(out.stdout)
+        lines = e.stderr.strip().splitlines()
+        return f"failed: {lines[-1] if lines else e.returncode}"
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def run(point: tuple, reuse: str, max_flows: int, timeout: float) -> dict | str:
+    _, model, world, precision, k, backend, scheme = point
+    spec = {"model": model, "world": world, "precision": precision, "k": k, "backend": backend, "scheme": scheme, "system": SYSTEM,
+            "reuse": reuse, "max_flows": max_flows}
+    return child(CHILD, spec, timeout)
 
 
 def main() -> None:

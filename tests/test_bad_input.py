@@ -199,6 +199,12 @@ def test_engine_limits_on_frame_size_run_length_and_late_flows():
     with pytest.raises(ConfigError, match=r"`limits.rto_us`: simulated time is limited to 100000 ms, got 1\.000e297 ms") as e:
         simulate("fat-tree:k=4", "permutation:size=4KiB", limits={"rto_us": 1e300})  # it blamed max_time_ms
     assert e.value.field == "limits.rto_us"
+    for bad in (0, 1 << 32):
+        with pytest.raises(ConfigError, match=rf"limits.max_flows.*= {bad}: expected 1..=2\^32-1 flows") as e:
+            simulate("fat-tree:k=4", "permutation:size=4KiB", limits={"max_flows": bad})
+        assert e.value.field == "limits.max_flows"
+    with pytest.raises(ConfigError, match=r"16 flows exceeds the maximum of 8 flows per run \(limits.max_flows\)"):
+        simulate("fat-tree:k=4", "permutation:size=4KiB", limits={"max_flows": 8})
     late = {"kind": "flows", "src": [0], "dst": [1], "bytes": [4096], "start_ps": [2 * 10**12]}
     with pytest.raises(FlowError, match=r"flow 0: field `start_ps`.*after limits.max_time_ms = 1000"):
         simulate("fat-tree:k=4", late)

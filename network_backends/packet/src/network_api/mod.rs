@@ -167,10 +167,6 @@ impl DrivenPacket {
         })
     }
 
-    pub fn mode(&self) -> ReuseMode {
-        self.mode
-    }
-
     /// What reuse did so far, a replay whose calls are all made counted as done.
     pub fn stats(&self) -> ReuseStats {
         let mut s = self.reuse;

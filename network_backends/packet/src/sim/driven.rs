@@ -42,14 +42,14 @@ impl Simulation {
             });
         }
         flow.started = true;
-        if self.done == self.n_started && self.live_packets == 0 && self.completions.is_empty() {
-            // Quiescent (`quiescent`): a new busy period begins.
+        flow.spec.start = at;
+        if self.quiescent() {
+            // A new busy period begins: its draws count its own bytes (`draw_bytes`).
             for (o, rt) in self.draw_origin.iter_mut().zip(&self.ports) {
                 *o = rt.tx_bytes;
             }
         }
         self.n_started += 1;
-        flow.spec.start = at;
         self.hot[f as usize].next_allowed = at;
         self.events.push(at, Event::FlowStart(f));
         Ok(())
@@ -64,15 +64,10 @@ impl Simulation {
         Ok(self.completions.pop_front())
     }
 
-    /// The report of a driven run, with statistics up to the last completion. Its
-    /// `lower_bound_ps` is 0: the system layer decides when flows start, and reads only the
-    /// counts.
-    pub fn driven_report(self) -> Report {
-        self.driven_report_at(Time::ZERO, true)
-    }
-
-    /// As `driven_report`, with statistics up to `end` where the engine's clock stopped
-    /// earlier (replayed periods, `crate::reuse`), and the per-flow list if `with_flows`.
+    /// The report of a driven run, with statistics up to `end` or the engine's clock if
+    /// later (replayed periods end past it, `crate::reuse`), and the per-flow list if
+    /// `with_flows`. Its `lower_bound_ps` is 0: the system layer decides when flows start,
+    /// and reads only the counts.
     pub fn driven_report_at(mut self, end: Time, with_flows: bool) -> Report {
         let end = self.now.max(end);
         self.catch_up_all(end);
