@@ -282,7 +282,8 @@ impl FlowModel {
     }
 }
 
-/// Share of a flow from `src` to `dst` on every port, split evenly over next hops.
+/// Share of a flow from `src` to `dst` on every port, split over next hops by their
+/// W-ECMP weights (evenly on an intact fabric).
 fn spread(topo: &Topology, src: u32, dst: u32) -> Vec<(u32, f64)> {
     let mut out = vec![(topo.host_port[src as usize], 1.0)];
     let (se, de) = (topo.host_edge[src as usize], topo.host_edge[dst as usize]);
@@ -290,9 +291,10 @@ fn spread(topo: &Topology, src: u32, dst: u32) -> Vec<(u32, f64)> {
     while layer.iter().any(|&(n, _)| n != de) {
         let mut next: Vec<(u32, f64)> = Vec::new();
         for &(node, share) in &layer {
-            let ports = &topo.groups[topo.group_towards(node, de) as usize];
-            for &p in ports {
-                let s = share / ports.len() as f64;
+            let g = topo.group_towards(node, de) as usize;
+            let total: u32 = topo.weights[g].iter().sum();
+            for (&p, &w) in topo.groups[g].iter().zip(&topo.weights[g]) {
+                let s = share * w as f64 / total as f64;
                 out.push((p, s));
                 let peer = topo.ports[p as usize].peer;
                 match next.iter_mut().find(|(n, _)| *n == peer) {

@@ -21,6 +21,9 @@ pub struct FailureConfig {
     pub detection_us: f64,
     /// From a failure (or repair) until every switch's routes reflect it; unset: never.
     pub convergence_us: Option<f64>,
+    /// Converged routes weight every next hop alike, by reachability alone, instead of by
+    /// the shortest paths left behind it (W-ECMP, the default).
+    pub equal_weights: bool,
     /// Allow failing a host's only link (the host is cut off from the fabric).
     pub allow_host_links: bool,
     /// Seed of the random failures (default: the run's seed).

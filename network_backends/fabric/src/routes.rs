@@ -1,6 +1,8 @@
 //! Next-hop groups: at each switch, towards each edge switch, the output ports one step
 //! closer over links that are up (BFS from every edge switch). Recomputed when a link's
-//! state changes, so routing follows failures.
+//! state changes, so routing follows failures. Each next hop is weighted by the shortest
+//! paths it still has to the destination (W-ECMP, OFAN App. F.4): the weights divided by
+//! their gcd give an interleaved weighted round-robin schedule that switches forward over.
 
 use crate::error::{config_err, FabricResult};
 use crate::topology::{GroupId, NodeId, PortId, Topology, NO_GROUP};
@@ -62,8 +64,12 @@ impl Topology {
         debug_assert!(self.tier[n_hosts as usize..].iter().all(|&t| t != 0));
         let mut route = vec![NO_GROUP; (n - n_hosts as usize) * n_edges as usize];
         let mut groups: Vec<Vec<PortId>> = Vec::new();
-        let mut group_ids: HashMap<Vec<PortId>, GroupId> = HashMap::new();
+        let mut weights: Vec<Vec<u32>> = Vec::new();
+        let mut group_ids: HashMap<(Vec<PortId>, Vec<u32>), GroupId> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
+        // Shortest paths from each switch to the edge switch (saturating: only ratios matter).
+        let mut paths = vec![0u64; n];
+        let mut order: Vec<u32> = Vec::with_capacity(n);
         let mut diameter = 2;
         // A switch's next hops are mostly the same towards one edge as towards the last
         // (all uplinks, say): compared in place, not hashed and allocated again.
@@ -76,8 +82,10 @@ impl Topology {
             }
             dist.iter_mut().for_each(|d| *d = u32::MAX);
             dist[edge as usize] = 0;
+            order.clear();
             let mut q = VecDeque::from([edge]);
             while let Some(u) = q.pop_front() {
+                order.push(u);
                 for &p in &node_ports[u as usize] {
                     let v = self.ports[p as usize].peer;
                     if self.up(p) && self.tier[v as usize] != 0 && dist[v as usize] == u32::MAX {
@@ -96,6 +104,21 @@ impl Topology {
                     ),
                 ));
             }
+            // BFS order is by distance: every next hop's count is known before its user's.
+            for &u in &order {
+                let u = u as usize;
+                paths[u] = if u as u32 == edge {
+                    1
+                } else {
+                    let next_hops = node_ports[u].iter().filter(|&&p| {
+                        let v = self.ports[p as usize].peer as usize;
+                        self.up(p) && self.tier[v] != 0 && dist[v] + 1 == dist[u]
+                    });
+                    next_hops.fold(0u64, |a, &p| {
+                        a.saturating_add(paths[self.ports[p as usize].peer as usize])
+                    })
+                };
+            }
             for u in n_hosts as usize..n {
                 if u as u32 == edge || dist[u] == u32::MAX {
                     continue;
@@ -108,14 +131,23 @@ impl Topology {
                     let v = self.ports[p as usize].peer as usize;
                     self.up(p) && self.tier[v] != 0 && dist[v] + 1 == dist[u]
                 }));
+                let raw = hops.iter().map(|&p| match self.equal_weights {
+                    true => 1,
+                    false => paths[self.ports[p as usize].peer as usize],
+                });
+                let w = reduced_weights(&raw.collect::<Vec<u64>>());
                 let last = last_group[u];
-                let g = if last != NO_GROUP && groups[last as usize] == hops {
+                let g = if last != NO_GROUP
+                    && groups[last as usize] == hops
+                    && weights[last as usize] == w
+                {
                     last
                 } else {
                     let next = groups.len() as GroupId;
-                    let g = *group_ids.entry(hops.clone()).or_insert(next);
+                    let g = *group_ids.entry((hops.clone(), w.clone())).or_insert(next);
                     if g == next {
                         groups.push(hops.clone());
+                        weights.push(w);
                     }
                     g
                 };
@@ -124,6 +156,7 @@ impl Topology {
             }
         }
         self.groups = groups;
+        self.weights = weights;
         self.route = route;
         self.diameter_hops = diameter;
         self.flatten_groups();
@@ -157,6 +190,7 @@ impl Topology {
             Some(g) => g,
             None => {
                 self.groups.push(vec![port]);
+                self.weights.push(vec![1]);
                 self.groups.len() - 1
             }
         };
@@ -166,13 +200,15 @@ impl Topology {
         Ok(())
     }
 
-    /// The groups again, flat, for the forwarding path (`group_ports`).
+    /// The groups' schedules, flat, for the forwarding path (`group_ports`).
     fn flatten_groups(&mut self) {
         let mut group_start = vec![0u32];
-        for g in &self.groups {
-            group_start.push(group_start.last().unwrap() + g.len() as u32);
+        let mut flat = Vec::with_capacity(self.groups.len() * 2);
+        for (g, w) in self.groups.iter().zip(&self.weights) {
+            flat.extend(iwrr_schedule(g, w));
+            group_start.push(flat.len() as u32);
         }
-        self.group_ports = self.groups.concat();
+        self.group_ports = flat;
         self.group_start = group_start;
     }
 
@@ -197,8 +233,13 @@ impl Topology {
             let next = self.groups.len() as GroupId;
             let ng = *replaced.entry(g).or_insert(next);
             if ng == next {
-                let kept = ports.iter().copied().filter(|&p| p != port).collect();
+                // The other next hops keep their weights until global convergence.
+                let (kept, w): (Vec<PortId>, Vec<u64>) = (ports.iter().copied())
+                    .zip(self.weights[g as usize].iter().map(|&w| w as u64))
+                    .filter(|&(p, _)| p != port)
+                    .unzip();
                 self.groups.push(kept);
+                self.weights.push(reduced_weights(&w));
             }
             self.route[row + e] = ng;
         }
@@ -207,6 +248,45 @@ impl Topology {
         }
         !replaced.is_empty()
     }
+}
+
+/// Longest schedule a group may have; longer ones are scaled down (rounding, each weight
+/// at least 1), so a switch's table stays small whatever the path counts.
+pub const MAX_SCHEDULE: u64 = 1024;
+
+/// Weights divided by their gcd (App. F.4), scaled to at most `MAX_SCHEDULE` in all.
+pub fn reduced_weights(raw: &[u64]) -> Vec<u32> {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let g = raw.iter().fold(0, |a, &w| gcd(a, w)).max(1);
+    let mut w: Vec<u64> = raw.iter().map(|&x| (x / g).max(1)).collect();
+    let total: u64 = w.iter().sum();
+    if total > MAX_SCHEDULE {
+        let scale = MAX_SCHEDULE as f64 / total as f64;
+        w.iter_mut()
+            .for_each(|x| *x = ((*x as f64 * scale).round() as u64).max(1));
+        let g = w.iter().fold(0, |a, &x| gcd(a, x)).max(1);
+        w.iter_mut().for_each(|x| *x /= g);
+    }
+    w.into_iter().map(|x| x as u32).collect()
+}
+
+/// Interleaved weighted round robin: round r lists, in group order, every port whose weight
+/// is at least r. Round 1 lists every port once, so the first `ports.len()` entries are the
+/// group itself (source routing indexes them).
+pub fn iwrr_schedule(ports: &[PortId], weights: &[u32]) -> Vec<PortId> {
+    let rounds = weights.iter().copied().max().unwrap_or(0);
+    (1..=rounds)
+        .flat_map(|r| {
+            (ports.iter().zip(weights))
+                .filter(move |&(_, &w)| w >= r)
+                .map(|(&p, _)| p)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -352,5 +432,84 @@ mod tests {
         t.set_link_rate(p, Rate::from_gbps(200.0));
         assert_eq!(t.ports[p as usize].rate.bps(), 200_000_000_000);
         assert_eq!(t.ports[(p ^ 1) as usize].rate.bps(), 200_000_000_000);
+    }
+    #[test]
+    fn the_app_f4_example_gives_its_weights_and_schedule() {
+        // Ports {P1..P4} at {1600, 1600, 1600, 800} Gbps: weights {2, 2, 2, 1}; in the order
+        // {P3, P2, P4, P1}, the IWRR schedule {P3, P2, P4, P1, P3, P2, P1}.
+        assert_eq!(reduced_weights(&[1600, 1600, 1600, 800]), vec![2, 2, 2, 1]);
+        assert_eq!(
+            iwrr_schedule(&[3, 2, 4, 1], &[2, 2, 1, 2]),
+            vec![3, 2, 4, 1, 3, 2, 1]
+        );
+        // Coprime counts past the cap keep their ratio to within rounding.
+        let w = reduced_weights(&[3000, 1001]);
+        assert!(w.iter().sum::<u32>() as u64 <= MAX_SCHEDULE);
+        assert!(
+            (w[0] as f64 / w[1] as f64 - 3000.0 / 1001.0).abs() < 0.01,
+            "{w:?}"
+        );
+    }
+
+    /// Shortest paths from `u` to `dst` over up links, counted on an independent BFS.
+    fn count_paths(t: &Topology, dist: &[u32], u: u32, dst: u32) -> u64 {
+        if u == dst {
+            return 1;
+        }
+        (t.node_ports[u as usize].iter())
+            .filter(|&&p| t.link_state(p) == LinkState::Up)
+            .map(|&p| t.ports[p as usize].peer)
+            .filter(|&v| t.tier[v as usize] != 0 && dist[v as usize] + 1 == dist[u as usize])
+            .map(|v| count_paths(t, dist, v, dst))
+            .sum()
+    }
+
+    #[test]
+    fn converged_weights_follow_the_paths_left_behind_each_next_hop() {
+        // k = 8 (hosts 0..128, edges 128.., aggregations 160.., cores 192..): pod 0's
+        // first aggregation loses core 0. Every switch's weights must be its next hops'
+        // path counts over their gcd; an edge of pod 1 weights its aggregations 3:4:4:4
+        // towards pod 0 (its first aggregation reaches pod 0 through 3 cores, not 4).
+        let mut t = fat_tree(8);
+        let down = port(&t, 160, 192);
+        t.set_link_state(down, LinkState::Down).unwrap();
+        t.compute_routes().unwrap();
+        let mut uneven = 0;
+        for dst in (0..t.n_hosts).step_by(4).map(|h| t.host_edge[h as usize]) {
+            let dist = distances(&t, dst);
+            for u in t.n_hosts..t.n_nodes() as u32 {
+                if u == dst {
+                    continue;
+                }
+                let g = t.group_towards(u, dst) as usize;
+                let counts: Vec<u64> = (t.groups[g].iter())
+                    .map(|&p| count_paths(&t, &dist, t.ports[p as usize].peer, dst))
+                    .collect();
+                let w: Vec<u64> = t.weights[g].iter().map(|&w| w as u64).collect();
+                let ratio = counts[0] / w[0];
+                assert!(
+                    counts.iter().zip(&w).all(|(&c, &w)| c == w * ratio),
+                    "{u}->{dst}"
+                );
+                uneven += (w.iter().any(|&x| x != w[0])) as u32;
+                // The schedule lists each port as often as its weight, the group first.
+                let sched = t.group_ports(g as u32);
+                assert_eq!(&sched[..t.groups[g].len()], &t.groups[g][..]);
+                for (p, &w) in t.groups[g].iter().zip(&t.weights[g]) {
+                    assert_eq!(sched.iter().filter(|&q| q == p).count() as u32, w);
+                }
+            }
+        }
+        assert!(uneven > 0);
+        let (edge_pod1, edge_pod0) = (t.host_edge[16], t.host_edge[0]);
+        let g = t.group_towards(edge_pod1, edge_pod0) as usize;
+        assert_eq!(t.weights[g], vec![3, 4, 4, 4]);
+        assert_eq!(t.group_ports(g as u32).len(), 15);
+        // Reachability alone: every next hop once.
+        t.equal_weights = true;
+        t.compute_routes().unwrap();
+        let g = t.group_towards(edge_pod1, edge_pod0);
+        assert_eq!(t.weights[g as usize], vec![1, 1, 1, 1]);
+        assert_eq!(t.group_ports(g), &t.groups[g as usize][..]);
     }
 }

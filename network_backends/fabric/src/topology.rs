@@ -42,8 +42,13 @@ pub struct Topology {
     /// route[((node - n_hosts) * n_edges) + edge] = group of next hops at switch `node`
     /// towards that edge switch (hosts come first among nodes and have no row).
     pub(crate) route: Vec<GroupId>,
+    /// Each group's next hops, once each, in port order.
     pub groups: Vec<Vec<PortId>>,
-    /// The groups again, flat (group g is group_ports[group_start[g]..group_start[g + 1]]),
+    /// Each next hop's W-ECMP weight (its shortest paths onward, divided by the gcd).
+    pub weights: Vec<Vec<u32>>,
+    /// Weight every next hop alike (routing by reachability alone, no W-ECMP).
+    pub equal_weights: bool,
+    /// The groups' IWRR schedules, flat (group g's is group_ports[group_start[g]..group_start[g + 1]]),
     /// so a lookup on the forwarding path reads one small hot array.
     pub(crate) group_start: Vec<u32>,
     pub(crate) group_ports: Vec<PortId>,
@@ -246,7 +251,8 @@ impl Topology {
             .wrapping_add(row.wrapping_mul(self.n_edges as usize) + e as usize)
     }
 
-    /// The ports of group `g` (the same as `groups[g]`).
+    /// The forwarding schedule of group `g`: its ports, each as often as its weight,
+    /// interleaved (equal to `groups[g]` when the weights are equal).
     #[inline]
     pub fn group_ports(&self, g: GroupId) -> &[PortId] {
         let (a, b) = (
@@ -372,6 +378,8 @@ impl Builder {
             n_edges,
             route: Vec::new(),
             groups: Vec::new(),
+            weights: Vec::new(),
+            equal_weights: false,
             diameter_hops: 2,
         };
         topo.compute_routes()?;

@@ -144,3 +144,41 @@ fn frames_on_a_failing_links_wire_are_lost_with_it() {
         on_wire + in_outage
     );
 }
+
+#[test]
+fn converged_w_ecmp_weights_spread_traffic_evenly_over_the_paths_left() {
+    // Pod 1's 16 hosts each send 1 MiB to a host of pod 0 after pod 0's first aggregation
+    // lost core 0 (converged before the run). 15 aggregation-core links of pod 1 lead to
+    // pod 0: its first aggregation keeps 3 cores, the others 4. With W-ECMP (weights
+    // 3:4:4:4 at the edges, IWRR under switch_rr) each link carries 1/15 of the bytes;
+    // weighting by reachability alone, the first aggregation's 3 links carry 1/12 each
+    // and the other 12 links 1/16.
+    let traffic = json!({"kind": "flows", "src": (16..32).collect::<Vec<u32>>(),
+        "dst": (0..16).collect::<Vec<u32>>(), "bytes": vec![1_048_576u64; 16],
+        "start_ps": vec![0u64; 16]});
+    for equal in [false, true] {
+        let failures = json!({"links": [{"nodes": [AGG0, CORE0]}], "convergence_us": 0,
+                              "equal_weights": equal});
+        let r = run(k8(json!({"lb": "switch_rr"}), traffic.clone(), failures)).unwrap();
+        conserved(&r, "w-ecmp");
+        let up: Vec<(u32, f64)> = (r.links.iter())
+            .filter(|l| (AGG0 + 4..AGG0 + 8).contains(&l.owner) && l.peer >= CORE0)
+            .filter(|l| l.data_bytes > 0)
+            .map(|l| (l.owner, l.data_bytes as f64))
+            .collect();
+        assert_eq!(up.len(), 15, "equal weights {equal}: {up:?}");
+        let total: f64 = up.iter().map(|l| l.1).sum();
+        for (agg, bytes) in up {
+            let share = match (equal, agg == AGG0 + 4) {
+                (false, _) => 1.0 / 15.0,
+                (true, true) => 1.0 / 12.0,
+                (true, false) => 1.0 / 16.0,
+            };
+            assert!(
+                (bytes / total / share - 1.0).abs() < 0.02,
+                "equal weights {equal}: aggregation {agg} carries {:.4} of the bytes, expected {share:.4}",
+                bytes / total
+            );
+        }
+    }
+}

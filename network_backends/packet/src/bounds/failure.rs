@@ -47,8 +47,7 @@ fn path_count(
     let c = if g == NO_GROUP {
         0.0
     } else {
-        let next: Vec<NodeId> = topo
-            .group_ports(g)
+        let next: Vec<NodeId> = topo.groups[g as usize]
             .iter()
             .map(|&p| topo.ports[p as usize].peer)
             .collect();
@@ -78,7 +77,7 @@ fn spread(
     if g == NO_GROUP || total == 0.0 {
         return;
     }
-    let ports: Vec<PortId> = topo.group_ports(g).to_vec();
+    let ports: Vec<PortId> = topo.groups[g as usize].clone();
     for p in ports {
         let v = topo.ports[p as usize].peer;
         let share = amount * path_count(topo, v, dst, memo) / total;

@@ -19,8 +19,10 @@ pub struct Ofan {
     pod: Vec<u32>,
     host_edge: Vec<u32>,
     three_tier: bool,
-    /// (switch, destination edge or pod, is_ack) -> pointer.
-    pointers: HashMap<(u32, u32, bool), Pointer>,
+    /// (switch, destination edge or pod, next-hop group, is_ack) -> pointer. The group
+    /// splits a pod's pointer only where failures left its edges different next hops
+    /// (each pointer walks one schedule; the paper's FIB check).
+    pointers: HashMap<(u32, u32, u32, bool), Pointer>,
     rng: Rng,
 }
 
@@ -58,7 +60,7 @@ impl LoadBalancer for Ofan {
         let n = view.candidates.len();
         let ptr = self
             .pointers
-            .entry((view.node, key, hdr.is_ack))
+            .entry((view.node, key, view.group, hdr.is_ack))
             .or_insert_with(|| Pointer::random(n, rng));
         view.candidates[ptr.advance().0]
     }

@@ -15,6 +15,8 @@ pub struct SourceRoutes {
     host_edge: Vec<u32>,
     /// Per next-hop group: do its ports lead up a tier?
     group_up: Vec<bool>,
+    /// Per next-hop group: its ports, once each (the first entries of its schedule).
+    group_len: Vec<u32>,
     /// Per tier: number of uplink choices (1 where there are none).
     up_radix: [u32; 4],
     /// Per tier: the place value of that tier's digit in a path id.
@@ -40,6 +42,7 @@ impl SourceRoutes {
                 up
             })
             .collect();
+        let group_len = topo.groups.iter().map(|g| g.len() as u32).collect();
         let mut stride = [1u32; 4];
         for t in 2..4 {
             stride[t] = stride[t - 1] * up_radix[t - 1];
@@ -49,6 +52,7 @@ impl SourceRoutes {
             pod: topo.pod.clone(),
             host_edge: topo.host_edge.clone(),
             group_up,
+            group_len,
             up_radix,
             stride,
             three_tier: topo.tier.iter().any(|&t| t == 3),
@@ -75,7 +79,8 @@ impl SourceRoutes {
     /// The port a switch takes for a packet source-routed on `path`.
     #[inline]
     pub fn port(&self, view: &SwitchView, path: u32) -> PortId {
-        let c = view.candidates.len() as u32;
+        // A path names a next hop, not a weighted turn: the schedule's first round.
+        let c = self.group_len[view.group as usize];
         let digit = if self.group_up[view.group as usize] {
             path / self.stride[self.tier[view.node as usize] as usize]
         } else {

@@ -30,8 +30,9 @@ impl Simulation {
         limits.validate()?;
         let Fabric {
             config: fab,
-            topology: topo,
+            topology: mut topo,
         } = fabric;
+        topo.equal_weights = fab.failures.equal_weights;
         if specs.len() as u64 > limits.max_flows {
             return Err(config_err(
                 "traffic",
