@@ -84,3 +84,15 @@ def test_ethereal_moves_only_the_subflow_on_a_dead_link():
     assert run["ethereal"].cct_us < run["host_spray"].cct_us
     assert run["ethereal"].summary["lb_counters"]["reroutes"] < 64
     assert run["ethereal"].summary["frames_blackholed"] > 0  # the failure did hit it
+
+
+def test_each_flow_reports_the_frames_failures_cost_it():
+    # Pod 0's first aggregation loses core 0 at 2 us, detected at 10 us: the flows whose
+    # frames went into it lose them (full 4 KiB frames, so they add up to the run's bytes)
+    # and SACK resends every one.
+    fail = {"links": [{"nodes": [160, 192], "down_at_us": 2}], "detection_us": 8, "convergence_us": 48}
+    r = simulate("fat-tree:k=8", "permutation:size=2MiB", lb="reps", loss="sack", failures=fail, seed=1)
+    hit = r.flows[r.flows["blackholed"] > 0]
+    assert len(hit) >= 1
+    assert r.flows["blackholed"].sum() * 4096 == r.summary["data_bytes_blackholed"] > 0
+    assert (hit["retransmissions"] >= hit["blackholed"]).all()

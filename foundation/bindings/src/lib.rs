@@ -139,6 +139,7 @@ fn simulate_packet(
     flows.set_item("packets_sent", col(&|f| f.packets_sent))?;
     flows.set_item("retransmissions", col(&|f| f.retransmissions))?;
     flows.set_item("timeouts", col(&|f| f.timeouts))?;
+    flows.set_item("blackholed", col(&|f| f.blackholed))?;
     flows.set_item("hops", col(&|f| f.hops as u64))?;
     out.set_item("flows", flows)?;
     let stages: Vec<Bound<'_, PyDict>> = report

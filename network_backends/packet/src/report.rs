@@ -11,6 +11,8 @@ pub struct FlowResult {
     pub packets_sent: u64,
     pub retransmissions: u64,
     pub timeouts: u64,
+    /// Data frames lost into failed links (each one a retransmission the failures cost).
+    pub blackholed: u64,
     pub hops: u32,
 }
 

@@ -54,6 +54,17 @@ fn a_link_failing_mid_run_blackholes_until_rerouted_and_every_loss_scheme_recove
             "{loss}: rho_max {}",
             r.rho_max
         );
+        // Per flow: the data frames each lost into the link (all full-size here) add up to
+        // the run's, and every one was resent (erasure coding may repair them instead).
+        let per_flow: u64 = r.flows.iter().map(|f| f.blackholed).sum();
+        assert_eq!(per_flow * 4096, r.data_bytes_blackholed, "{loss}");
+        assert!(r.flows.iter().filter(|f| f.blackholed > 0).count() > 1);
+        if loss != "erasure" {
+            assert!(
+                (r.flows.iter()).all(|f| f.retransmissions >= f.blackholed),
+                "{loss}"
+            );
+        }
     }
 }
 

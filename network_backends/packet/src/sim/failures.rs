@@ -17,6 +17,9 @@ pub(super) struct FailureState {
     pub(super) down_ps: HashMap<u32, u64>,
     pub(super) blackholed: u64,
     pub(super) bytes_blackholed: u64,
+    /// Data frames (with payload) of each flow lost into failed links (absent: none):
+    /// what the failures cost that flow in retransmissions.
+    pub(super) per_flow: HashMap<u32, u64>,
     /// Times routes changed (local reroutes and global convergences).
     pub(super) reroutes: u64,
     /// One port of every link that fails during the run.
@@ -175,9 +178,11 @@ impl Simulation {
     pub(super) fn blackhole(&mut self, pkt: &mut Packet) {
         pkt.mark_lost();
         self.failures.blackholed += 1;
-        if !pkt.is_ack() {
-            self.failures.bytes_blackholed +=
-                (pkt.wire() as u32).saturating_sub(self.fabric.packet.header_bytes) as u64;
+        let payload = (pkt.wire() as u32).saturating_sub(self.fabric.packet.header_bytes);
+        // A trimmed header's payload was counted as trimmed where it was cut.
+        if !pkt.is_ack() && payload > 0 {
+            *self.failures.per_flow.entry(pkt.flow()).or_default() += 1;
+            self.failures.bytes_blackholed += payload as u64;
         }
     }
 }

@@ -78,7 +78,8 @@ impl Simulation {
         let flows: Vec<FlowResult> = self.flows[..listed]
             .iter()
             .zip(&self.hot)
-            .map(|(f, hot)| FlowResult {
+            .enumerate()
+            .map(|(i, (f, hot))| FlowResult {
                 src: f.spec.src,
                 dst: f.spec.dst,
                 bytes: f.spec.bytes,
@@ -87,6 +88,7 @@ impl Simulation {
                 packets_sent: hot.sent,
                 retransmissions: f.retransmitted,
                 timeouts: f.timeouts,
+                blackholed: self.failures.per_flow.get(&(i as u32)).copied().unwrap_or(0),
                 hops: self.topo.hops_between(f.spec.src, f.spec.dst),
             })
             .collect();

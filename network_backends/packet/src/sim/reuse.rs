@@ -46,6 +46,7 @@ pub struct FlowOutcome {
     pub packets_sent: u64,
     pub retransmissions: u64,
     pub timeouts: u64,
+    pub blackholed: u64,
 }
 
 impl Simulation {
@@ -127,6 +128,7 @@ impl Simulation {
             packets_sent: self.hot[f as usize].sent,
             retransmissions: rt.retransmitted,
             timeouts: rt.timeouts,
+            blackholed: self.failures.per_flow.get(&f).copied().unwrap_or(0),
         }
     }
 
@@ -274,6 +276,9 @@ impl Simulation {
         rt.finish = Some(finish);
         rt.retransmitted = o.retransmissions;
         rt.timeouts = o.timeouts;
+        if o.blackholed > 0 {
+            self.failures.per_flow.insert(f, o.blackholed);
+        }
         let hot = &mut self.hot[f as usize];
         hot.sent = o.packets_sent;
         hot.done = true;
