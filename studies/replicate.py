@@ -247,6 +247,63 @@ def ofan_fig14(res: StudyResults) -> list[dict[str, Any]]:
     return rows
 
 
+def _failure_labels(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's failure rate p and convergence G (inf when routes never converge)."""
+    spec = [json.loads(f) if isinstance(f, str) else (f or {}) for f in runs["failures"]]
+    return runs.assign(p=[f.get("probability", 0.0) for f in spec],
+                       G=["0" if f.get("convergence_us") == 0 else "inf" for f in spec])
+
+
+def ofan_fig3(res: StudyResults) -> list[dict[str, Any]]:
+    """Per traffic: host packet AR (reps) against switch packet AR (switch_ar) with routes
+    never converging (G = inf: Fig. 3) and converged before the run (G = 0: Fig. 4's left end).
+    Means over the seeds both schemes finished; a run that never finishes (a flow starved on
+    a dead port through limits.max_timeouts) is counted, not averaged."""
+    every = _failure_labels(res.runs)
+    runs = every[every["status"] == "ok"]
+    rows = []
+    for (t, g), by in runs.groupby(["traffic", "G"], sort=False):
+        per_seed = by.pivot_table(index="seed", columns="lb", values="cct_increase")
+        both = per_seed.dropna()
+        inc = both.mean() * 100
+        for lb, v in inc.items():
+            rows.append(_row(f"{t}, G = {g}: {lb} CCT increase (mean over {len(both)} seeds)",
+                             "bars of Fig. 3" if g == "inf" else "Fig. 4 at G = 0", v, None, " %"))
+        failed = every[(every["traffic"] == t) & (every["G"] == g) & (every["status"] != "ok")]
+        for lb, n in failed.groupby("lb")["seed"].count().items():
+            rows.append(_row(f"{t}, G = {g}: {lb} runs that never finished", "(a flow starves on a dead port)", n, None))
+        if {"reps", "switch_ar"} <= set(inc.index):
+            ratio = (1 + inc["switch_ar"] / 100) / (1 + inc["reps"] / 100)
+            if g == "inf":
+                rows.append(_row(f"{t}, G = inf: switch_ar's CCT over reps' (x)", "> 1, clearly (host AR wins)", ratio, ratio >= 1.1))
+            else:
+                rows.append(_row(f"{t}, G = 0: switch_ar's CCT over reps' (x)", "~1 (alike once converged)", ratio,
+                                 abs(ratio - 1) <= 0.05))
+    return rows
+
+
+def ofan_fig5(res: StudyResults) -> list[dict[str, Any]]:
+    """Per LB, the mean CCT at each failure rate over the best mean without failures (G = 0)."""
+    runs = _failure_labels(_ok(res))
+    rows = []
+    for t, by_t in runs.groupby("traffic", sort=False):
+        cct = by_t.pivot_table(index="p", columns="lb", values="cct_us", aggfunc="mean").sort_index()
+        if 0.0 not in cct.index:
+            continue
+        norm = cct / cct.loc[0.0].min()
+        for lb in norm.columns:
+            n = norm[lb]
+            rows += [_row(f"{t}: {lb} CCT at p = {p:g}", "curves of Fig. 5 (over the best at p = 0)", v, None) for p, v in n.items()]
+            grows = bool(np.all(np.diff(n.values) >= 0) and n.values[-1] > n.values[0])
+            rows.append(_row(f"{t}: {lb} CCT at the highest p over p = 0 (x)", "grows with p", n.values[-1] / n.values[0], grows))
+        if len(norm.columns) > 1:
+            spread = (norm.max(axis=1) / norm.min(axis=1) - 1) * 100
+            change = spread.iloc[-1] - spread.iloc[0]
+            rows.append(_row(f"{t}: gap across LBs at p = {spread.index[-1]:g} minus at p = 0", "unchanged (within a few points)",
+                             change, abs(change) <= 5, " points"))
+    return rows
+
+
 def _needs(family: str, name: str, what: str) -> Callable[[], str | None]:
     return lambda: None if name in scheme_names().get(family, []) else what
 
@@ -263,6 +320,8 @@ PFC = "PFC (lossless switch queues): no `pfc` queue discipline is registered"
 FIGURES: dict[str, Figure] = {f.name: f for f in [
     Figure("ofan-fig1", "OFAN Fig. 1", "CCT increase over the bound, 8 LB schemes, ATA and permutation", ofan_fig1),
     Figure("ofan-fig6", "OFAN Fig. 6", "queue growth with message size (Theorems 1-4)", ofan_fig6),
+    Figure("ofan-fig3", "OFAN Fig. 3/4", "host vs switch packet AR under 1 % link failures, G = inf and 0", ofan_fig3),
+    Figure("ofan-fig5", "OFAN Fig. 5", "CCT as the link failure rate grows, routes converged", ofan_fig5),
     Figure("ofan-fig7", "OFAN Fig. 7", "per-stage link overload", ofan_fig7),
     Figure("ofan-fig13", "OFAN Fig. 13", "packet LB under MSwift vs the ideal CC", ofan_fig13),
     Figure("ofan-fig14", "OFAN Fig. 14", "FSDP collectives per LB scheme on servers of 8 GPUs (§8.4)", ofan_fig14,
