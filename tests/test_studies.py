@@ -259,9 +259,9 @@ def test_replicate_quick_runs_every_figure_and_prints_paper_vs_ours(tmp_path, mo
     # clearly on the permutation when routes never converge, the two are within 5 % once
     # converged, and every scheme's CCT grows with the failure rate (G = 0).
     fig3 = pd.DataFrame(FIGURES["ofan-fig3"].evaluate(StudyResults(tmp_path / "ofan-fig3-quick"))).set_index("quantity")
-    assert fig3.loc["permutation:size=1MiB, G = inf: switch_ar's CCT over reps' (x)", "holds"] == "yes"
+    assert fig3.loc["permutation:size=1MiB, G = inf: switch_ar's CCT over reps' (x, 10 seeds)", "holds"] == "yes"
     for t in ("permutation:size=1MiB", "all-to-all:size=64KiB"):
-        assert fig3.loc[f"{t}, G = 0: switch_ar's CCT over reps' (x)", "holds"] == "yes"
+        assert fig3.loc[f"{t}, G = 0: switch_ar's CCT over reps' (x, 10 seeds)", "holds"] == "yes"
     fig5 = pd.DataFrame(FIGURES["ofan-fig5"].evaluate(StudyResults(tmp_path / "ofan-fig5-quick")))
     grows = fig5[fig5["paper"] == "grows with p"]
     assert len(grows) == 3 and (grows["holds"] == "yes").all(), grows
