@@ -51,13 +51,17 @@ def _bool(value: str, field: str) -> bool:
 
 
 def topology_config(spec: str | dict[str, Any]) -> dict[str, Any]:
-    """The engine's topology dict from `fat-tree:k=8` or `leaf-spine:leaves=8,spines=4,...`."""
+    """The engine's topology dict from `fat-tree:k=8[,oversubscription=R]` or
+    `leaf-spine:leaves=8,spines=4,...`."""
     if isinstance(spec, dict):
         return spec
     kind, p = split_spec(spec, "topology")
     if kind == "fat-tree":
-        _only(p, "topology", ["k"])
-        return {"kind": "fat_tree", "k": _int(p, "k", "topology")}
+        _only(p, "topology", ["k", "oversubscription"])
+        cfg = {"kind": "fat_tree", "k": _int(p, "k", "topology")}
+        if "oversubscription" in p:
+            cfg["oversubscription"] = _int(p, "oversubscription", "topology")
+        return cfg
     if kind == "leaf-spine":
         _only(p, "topology", ["leaves", "spines", "links_per_pair", "oversubscription", "hosts_per_leaf"])
         cfg: dict[str, Any] = {"kind": "leaf_spine", "leaves": _int(p, "leaves", "topology"), "spines": _int(p, "spines", "topology")}

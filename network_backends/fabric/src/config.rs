@@ -34,8 +34,13 @@ pub struct FabricConfig {
 #[derive(Deserialize, Clone, Debug)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TopologyConfig {
-    /// 3-tier k-ary fat tree: k pods, k^3/4 hosts, full bisection.
-    FatTree { k: u32 },
+    /// 3-tier k-ary fat tree: k pods, k^3/4 hosts; full bisection, or `oversubscription`:1
+    /// at the aggregation-core tier (each aggregation keeps k/2 / oversubscription uplinks).
+    FatTree {
+        k: u32,
+        #[serde(default = "one_u32")]
+        oversubscription: u32,
+    },
     /// 2-tier leaf-spine. Hosts per leaf: `hosts_per_leaf`, or else
     /// oversubscription (default 1) x spines x links_per_pair; not both.
     LeafSpine {
@@ -48,6 +53,16 @@ pub enum TopologyConfig {
         #[serde(default)]
         hosts_per_leaf: Option<u32>,
     },
+}
+
+impl TopologyConfig {
+    /// The full-bisection k-ary fat tree.
+    pub fn fat_tree(k: u32) -> TopologyConfig {
+        TopologyConfig::FatTree {
+            k,
+            oversubscription: 1,
+        }
+    }
 }
 
 #[derive(Deserialize, Clone, Debug)]

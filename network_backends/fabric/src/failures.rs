@@ -180,7 +180,7 @@ mod tests {
 
     fn k8() -> Topology {
         Topology::build(
-            &TopologyConfig::FatTree { k: 8 },
+            &TopologyConfig::fat_tree(8),
             Rate::from_gbps(800.0),
             Dur(500_000),
         )

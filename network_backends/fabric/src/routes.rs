@@ -296,7 +296,7 @@ mod tests {
     use crate::units::Dur;
 
     fn fat_tree(k: u32) -> Topology {
-        let cfg = TopologyConfig::FatTree { k };
+        let cfg = TopologyConfig::fat_tree(k);
         Topology::build(&cfg, Rate::from_gbps(800.0), Dur(500_000)).unwrap()
     }
 

@@ -120,7 +120,7 @@ mod tests {
 
     fn fat_tree(k: u32) -> Topology {
         Topology::build(
-            &TopologyConfig::FatTree { k },
+            &TopologyConfig::fat_tree(k),
             Rate::from_gbps(100.0),
             Dur(500_000),
         )

@@ -72,7 +72,10 @@ impl Topology {
     pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> FabricResult<Topology> {
         let mut b = Builder::default();
         match *cfg {
-            TopologyConfig::FatTree { k } => {
+            TopologyConfig::FatTree {
+                k,
+                oversubscription,
+            } => {
                 if k < 2 || k % 2 != 0 {
                     return Err(config_err(
                         "topology.k",
@@ -86,6 +89,17 @@ impl Topology {
                     ));
                 }
                 let h = k / 2;
+                if oversubscription < 1 || h % oversubscription != 0 {
+                    return Err(config_err(
+                        "topology.oversubscription",
+                        format!(
+                            "= {oversubscription}: expected a divisor of k/2 = {h} (each aggregation \
+                             switch keeps k/2 / oversubscription uplinks)"
+                        ),
+                    ));
+                }
+                // Uplinks per aggregation switch; core group a has u cores.
+                let u = h / oversubscription;
                 let n_hosts = k * k * k / 4;
                 b.tier_names = vec!["host", "E", "A", "C"];
                 for host in 0..n_hosts {
@@ -100,7 +114,7 @@ impl Topology {
                     b.add_node(2, a / h);
                 }
                 let core0 = b.tier.len() as u32;
-                for _ in 0..h * h {
+                for _ in 0..h * u {
                     b.add_node(3, u32::MAX);
                 }
                 for host in 0..n_hosts {
@@ -113,8 +127,8 @@ impl Topology {
                         }
                     }
                     for a in 0..h {
-                        for c in 0..h {
-                            b.link(agg0 + pod * h + a, core0 + a * h + c, rate, latency);
+                        for c in 0..u {
+                            b.link(agg0 + pod * h + a, core0 + a * u + c, rate, latency);
                         }
                     }
                 }
@@ -393,7 +407,7 @@ mod tests {
 
     fn fat_tree(k: u32) -> Topology {
         Topology::build(
-            &TopologyConfig::FatTree { k },
+            &TopologyConfig::fat_tree(k),
             Rate::from_gbps(800.0),
             Dur(500_000),
         )
@@ -463,12 +477,37 @@ mod tests {
 
     #[test]
     fn odd_k_is_refused_with_the_field_name() {
-        let err = Topology::build(
-            &TopologyConfig::FatTree { k: 7 },
-            Rate::from_gbps(800.0),
-            Dur(0),
-        )
-        .unwrap_err();
+        let err = Topology::build(&TopologyConfig::fat_tree(7), Rate::from_gbps(800.0), Dur(0))
+            .unwrap_err();
         assert!(err.to_string().contains("topology.k"), "{err}");
+    }
+    #[test]
+    fn an_oversubscribed_fat_tree_keeps_k_over_2r_uplinks_per_aggregation() {
+        for (k, r) in [(8u32, 2u32), (8, 4), (16, 8)] {
+            let cfg = TopologyConfig::FatTree {
+                k,
+                oversubscription: r,
+            };
+            let t = Topology::build(&cfg, Rate::from_gbps(800.0), Dur(500_000)).unwrap();
+            let (h, u) = (k / 2, k / 2 / r);
+            assert_eq!(t.n_hosts, k * k * k / 4);
+            assert_eq!(t.tier.iter().filter(|&&x| x == 3).count() as u32, h * u);
+            let agg = t.n_hosts + k * h; // the first aggregation switch
+            let ups = t.node_ports[agg as usize]
+                .iter()
+                .filter(|&&p| t.tier[t.ports[p as usize].peer as usize] == 3);
+            assert_eq!(ups.count() as u32, u);
+            // Another pod is reached over every aggregation switch, then u cores each.
+            let (e0, far) = (t.host_edge[0], t.host_edge[(t.n_hosts - 1) as usize]);
+            assert_eq!(t.groups[t.group_towards(e0, far) as usize].len() as u32, h);
+            assert_eq!(t.groups[t.group_towards(agg, far) as usize].len() as u32, u);
+            assert_eq!(t.hops_between(0, t.n_hosts - 1), 6);
+        }
+        let bad = TopologyConfig::FatTree {
+            k: 8,
+            oversubscription: 3,
+        };
+        let e = Topology::build(&bad, Rate::from_gbps(800.0), Dur(500_000)).unwrap_err();
+        assert!(e.to_string().contains("topology.oversubscription"), "{e}");
     }
 }

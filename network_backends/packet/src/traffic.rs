@@ -345,12 +345,8 @@ mod tests {
 
     #[test]
     fn permutations_are_derangements_and_all_to_all_rounds_are_permutations() {
-        let topo = Topology::build(
-            &TopologyConfig::FatTree { k: 8 },
-            Rate::from_gbps(800.0),
-            Dur(1),
-        )
-        .unwrap();
+        let topo =
+            Topology::build(&TopologyConfig::fat_tree(8), Rate::from_gbps(800.0), Dur(1)).unwrap();
         for inter_pod in [false, true] {
             let f = generate(
                 &TrafficConfig::Permutation {
@@ -412,12 +408,8 @@ mod tests {
 
     #[test]
     fn a_shuffled_all_to_all_is_a_seeded_ring_of_every_pair() {
-        let topo = Topology::build(
-            &TopologyConfig::FatTree { k: 8 },
-            Rate::from_gbps(800.0),
-            Dur(1),
-        )
-        .unwrap();
+        let topo =
+            Topology::build(&TopologyConfig::fat_tree(8), Rate::from_gbps(800.0), Dur(1)).unwrap();
         let ata = |staggered, seed| {
             let cfg = TrafficConfig::AllToAll {
                 bytes: 5,

@@ -124,7 +124,8 @@ fn there_and_back_on_k4_is_within_a_thousandth_of_the_appendix_b_bound() {
 
 /// A fabric for random flow lists, varied by `case`: 0 / 0.01 / 500 ns links, switch
 /// latency or none, 800 KB or 30 KB (dropping) buffers, SACK on every seventh case, and 16
-/// hosts either way: k = 4, or 4 leaves x 4 hosts over 2 spines with 1 link each (2:1).
+/// hosts every way: k = 4, 4 leaves x 4 hosts over 2 spines with 1 link each (2:1), or
+/// k = 4 with one core uplink per aggregation switch (2:1 at the pods' edge).
 fn stress_config(case: usize, lb: &str, rho: f64, traffic: serde_json::Value) -> serde_json::Value {
     let latency_ns = [0.0, 0.01, 500.0][case % 3];
     let switch_ns = [0.0, 100.0][case % 2];
@@ -132,7 +133,8 @@ fn stress_config(case: usize, lb: &str, rho: f64, traffic: serde_json::Value) ->
     let topology = [
         json!({"kind": "fat_tree", "k": 4}),
         json!({"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4}),
-    ][(case / 2) % 2]
+        json!({"kind": "fat_tree", "k": 4, "oversubscription": 2}),
+    ][(case / 2) % 3]
         .clone();
     let mut scheme = json!({"lb": lb, "cc_params": {"rho": rho}});
     if case % 7 == 3 {
@@ -151,7 +153,8 @@ fn no_run_beats_its_bound_on_random_flow_lists() {
     // stress them: short last frames (more ACKs per unit of time), late starts, hosts that
     // both send and receive, zero-latency links (the round trip is all serialization),
     // switch latency, small buffers that drop, an oversubscribed leaf-spine with parallel
-    // links, SACK retransmissions and paced flows.
+    // links and an oversubscribed fat tree (the cut terms), SACK retransmissions and paced
+    // flows.
     use rand::{Rng, SeedableRng};
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
     let lbs = ["ecmp", "host_spray", "switch_rr", "reps", "switch_ar"];

@@ -111,7 +111,7 @@ mod tests {
 
     fn fat_tree(k: u32) -> Topology {
         Topology::build(
-            &TopologyConfig::FatTree { k },
+            &TopologyConfig::fat_tree(k),
             Rate::from_gbps(800.0),
             Dur(500_000),
         )

@@ -12,6 +12,8 @@
 //!   so after the first i1 data packets its NIC interleaves data with the ACKs it
 //!   owes. We evaluate that contention-free schedule exactly, packet by packet,
 //!   instead of the appendix's closed-form recurrence (docs/engine/bounds.md).
+//! - Cuts (`cuts`): what an edge switch's hosts or a pod exchange with the rest of the
+//!   fabric crosses its uplinks, at best all of them in parallel (oversubscribed fabrics).
 
 use crate::timing::FrameTiming;
 use crate::topology::Topology;
@@ -188,7 +190,12 @@ pub fn cct_lower_bound(
         let (a, b) = (&flows[a], &flows[b]);
         bound = bound.max(a.start + exchange(a.bytes, topo.hops_between(a.src, b.src)));
     }
-    bound
+    bound.max(cuts::cut_bound(topo, flows, t))
+}
+
+#[cfg(test)]
+fn cut_bound_for_tests(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
+    cuts::cut_bound(topo, flows, t)
 }
 
 /// How long after W - gap a host's flows end, at least, where W is all its NIC must send
@@ -266,6 +273,7 @@ fn as_permutation(topo: &Topology, flows: &[FlowSpec]) -> Option<(u64, u32)> {
     ))
 }
 
+mod cuts;
 pub mod failure;
 mod round_robin;
 #[cfg(test)]

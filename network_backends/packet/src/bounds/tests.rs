@@ -59,7 +59,7 @@ fn a_short_last_frame_may_pass_the_full_one_ahead() {
 #[test]
 fn a_lone_pair_exchanging_equal_flows_gets_the_appendix_bound() {
     let t = paper();
-    let topo = Topology::build(&TopologyConfig::FatTree { k: 4 }, t.rate, t.link).unwrap();
+    let topo = Topology::build(&TopologyConfig::fat_tree(4), t.rate, t.link).unwrap();
     let flow = |src, dst, bytes, start| FlowSpec {
         src,
         dst,
@@ -95,7 +95,7 @@ fn an_incast_is_bounded_by_the_receivers_link() {
     // sets the bound: first frame in (a full frame's time, a link, a switch), all
     // frames back to back, the last one's link.
     let t = paper();
-    let topo = Topology::build(&TopologyConfig::FatTree { k: 8 }, t.rate, t.link).unwrap();
+    let topo = Topology::build(&TopologyConfig::fat_tree(8), t.rate, t.link).unwrap();
     let flows: Vec<FlowSpec> = (1..=16)
         .map(|src| FlowSpec {
             src,
@@ -112,6 +112,37 @@ fn an_incast_is_bounded_by_the_receivers_link() {
 }
 
 #[test]
+fn a_pod_behind_oversubscribed_uplinks_is_bounded_by_them() {
+    // k = 4 at 2:1: each aggregation switch keeps one core uplink, so pod 0's four hosts
+    // sending 1 MB each to pod 1 share two links: 4 x 245 frames (244 full, one of 576 B)
+    // over 2 links, from 0, then the link. No host link comes near (one flow each way).
+    let t = paper();
+    let cfg = TopologyConfig::FatTree {
+        k: 4,
+        oversubscription: 2,
+    };
+    let topo = Topology::build(&cfg, t.rate, t.link).unwrap();
+    let flows: Vec<FlowSpec> = (0..4)
+        .map(|src| FlowSpec {
+            src,
+            dst: src + 4,
+            bytes: 1_000_000,
+            start: Time::ZERO,
+        })
+        .collect();
+    let per_flow = 244 * (41_580 + 200) + (576 + 62) * 10 + 200;
+    let want = 4 * per_flow / 2 - 200 + 500_000;
+    assert_eq!(cut_bound_for_tests(&topo, &flows, &t), Time(want));
+    assert_eq!(cct_lower_bound(&topo, &flows, None, &t), Time(want));
+    // Full bisection: the same flows are bounded by one flow's own FCT (~10.2 us of frames
+    // and six links each way), not by the pod's four uplinks.
+    let full = Topology::build(&TopologyConfig::fat_tree(4), t.rate, t.link).unwrap();
+    let single = Time(single_flow_fct(&t, 1_000_000, 6).0);
+    assert_eq!(cct_lower_bound(&full, &flows, None, &t), single);
+    assert!(single < Time(want));
+}
+
+#[test]
 fn round_robin_ends_match_a_flow_by_flow_count() {
     // The tree-indexed sums against the rule spelled out flow by flow: by f's n_f-th
     // send, a flow started earlier (or with f and listed before it) has made
@@ -119,7 +150,7 @@ fn round_robin_ends_match_a_flow_by_flow_count() {
     // one started later none; each send counted at its frame's slot.
     use rand::{Rng, SeedableRng};
     let t = paper();
-    let topo = Topology::build(&TopologyConfig::FatTree { k: 4 }, t.rate, t.link).unwrap();
+    let topo = Topology::build(&TopologyConfig::fat_tree(4), t.rate, t.link).unwrap();
     let full = t.data(t.payload).0 + t.gap.0;
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
     for _ in 0..200 {

@@ -88,7 +88,12 @@ impl Simulation {
                 packets_sent: hot.sent,
                 retransmissions: f.retransmitted,
                 timeouts: f.timeouts,
-                blackholed: self.failures.per_flow.get(&(i as u32)).copied().unwrap_or(0),
+                blackholed: self
+                    .failures
+                    .per_flow
+                    .get(&(i as u32))
+                    .copied()
+                    .unwrap_or(0),
                 hops: self.topo.hops_between(f.spec.src, f.spec.dst),
             })
             .collect();
