@@ -115,6 +115,11 @@ pub struct LimitsConfig {
     /// path where that is longer (slow or long links), so no packet is presumed lost
     /// before its ACK could be back.
     pub rto_us: Option<f64>,
+    /// One timer per packet (the SMaRTT-REPS authors' htsim transport): after a timeout the
+    /// flow's timer is re-armed at the next expiry among the packets still in flight.
+    /// Off: one RTO after the timeout, so a loss sent just after the one that fired waits
+    /// up to two RTOs (fewer spurious resends when queues outlast the RTO).
+    pub rto_per_packet: bool,
     /// Simulated time after which a run that has not finished is an error.
     pub max_time_ms: f64,
     /// Consecutive timeouts without progress after which a flow is declared stuck.
@@ -128,6 +133,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             rto_us: None,
+            rto_per_packet: false,
             max_time_ms: 1000.0,
             max_timeouts: 32,
             max_flows: crate::traffic::MAX_FLOWS,

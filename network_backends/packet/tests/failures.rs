@@ -193,3 +193,32 @@ fn converged_w_ecmp_weights_spread_traffic_evenly_over_the_paths_left() {
         }
     }
 }
+
+#[test]
+fn each_lost_frame_is_resent_one_timeout_after_its_own_send() {
+    // The outage above (data out and ACKs back over the link, 5-10 us), recovered by
+    // timeouts alone (SACK's threshold out of reach). Each packet has its own timer
+    // (`limits.rto_per_packet`): the
+    // last loss (a frame sent at 10 us) is resent at 10 + 20 us, and the flow ends within
+    // the time to resend the losses in a row after that, long before the first loss's
+    // timer (about 5 us) plus two timeouts, when a timer re-armed a whole timeout after
+    // firing would find the later losses.
+    let cfg = json!({"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1},
+        "scheme": {"loss": "sack", "loss_params": {"threshold": 1_000_000}},
+        "limits": {"rto_us": 20.0, "rto_per_packet": true},
+        "traffic": {"kind": "flows", "src": [0], "dst": [1], "bytes": [2_097_152], "start_ps": [0]},
+        "failures": {"links": [{"nodes": [2, 4], "down_at_us": 5, "up_at_us": 10}], "detection_us": 1000}});
+    let r = run(cfg).unwrap();
+    conserved(&r, "one path");
+    let slot = (4096 + 62 + 20) as f64 * 10.0; // ps per data frame at 800 Gbps
+    let ack = (64 + 20) as f64 * 10.0;
+    let trip = 2.0 * (slot + 500_000.0) + 2.0 * (ack + 500_000.0);
+    let resent: u64 = r.flows.iter().map(|f| f.retransmissions).sum();
+    let earliest = 10e6 + 20e6 + trip;
+    let cct = r.cct_ps as f64;
+    assert!(
+        cct >= earliest - slot && cct <= earliest + resent as f64 * slot,
+        "cct {cct} ps, earliest {earliest:.0} ps, {resent} resent"
+    );
+    assert!(cct < 5e6 + 2.0 * 20e6, "{cct}");
+}

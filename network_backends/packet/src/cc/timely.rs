@@ -1,6 +1,7 @@
-//! `timely` (Mittal et al., SIGCOMM 2015, as HPCC's ns-3 `RdmaHw::UpdateRateTimely`
-//! implements it; CC-CATALOGUE §3): a sending rate per flow, paced, no window, updated
-//! once per round trip from the RTT and its gradient:
+//! `timely` (Mittal et al., SIGCOMM 2015, Algorithm 1; CC-CATALOGUE §3): a sending rate
+//! per flow, paced, no window, updated on every completion event (the reply that
+//! completes a `segment_bytes` segment of the flow, 64 KB as the paper's NIC offload)
+//! from the RTT and its gradient:
 //!
 //! rtt_diff ← (1 − α)·rtt_diff + α·(rtt − prev_rtt); gradient = rtt_diff / min_rtt;
 //! - rtt < T_low: R += δ (additive increase);
@@ -11,19 +12,23 @@
 //!
 //! with R in [δ, line rate]. Hyper-active increase counts increases in the gradient
 //! region only, as TIMELY's Algorithm 1 and CC-CATALOGUE §3 put it (HPCC's code also
-//! applies R_HAI below T_low). The update takes the first ACK at least one RTT
-//! (its own sample's) after the previous update, where HPCC's waits for the ACK of the
-//! packet sent at the previous update: both once per round trip.
+//! applies R_HAI below T_low). `segment_bytes` 0 gives HPCC's ns-3 rule instead (one
+//! update per round trip: the first ACK at least its own RTT after the last update).
 //!
 //! Defaults are HPCC's (SwCC quotes α and β): α 0.875, β 0.8, T_low 50 µs, T_high
 //! 500 µs, δ = line rate / 1000 (100 Mb/s at 100 Gbps), R_HAI = 5·δ after 5 increases,
 //! rates start at the line rate. The gradient is normalized by the flow's unloaded
 //! round trip (TIMELY's minimum RTT; HPCC fixes 20 µs, `min_rtt_us`). A timeout leaves
-//! the rate alone (HPCC has none). Any constant RTT between T_low and T_high is an
-//! equilibrium, so a queue of about T_low − base RTT stands at a bottleneck (the rates
-//! grow until the RTT passes T_low; the gradient's cut then overshoots by a round trip
-//! of feedback, so the queue saws between empty and that level). T_low = 50 µs is 5 MB of queue at 800 Gbps: on shallow
-//! buffers set `t_low_us`/`t_high_us` to what the buffer holds.
+//! the rate alone (HPCC has none).
+//!
+//! Any constant RTT between T_low and T_high is an equilibrium, but not a stable one: a
+//! rate excess e shows as a gradient of e·τ/min_rtt per completion τ apart, and the
+//! cuts go on for the round trip the first one takes to show, so the loop's gain is
+//! β·RTT/min_rtt (4.6 at T_low = 50 µs over a base RTT of 8.7 µs; 2 with HPCC's 20 µs).
+//! Above 1 the cut overshoots: the queue rises to about T_low − base RTT, drains to
+//! empty, and the additive increase refills it (a sawtooth, `cc::tests`). T_low = 50 µs
+//! is 5 MB of queue at 800 Gbps: on shallow buffers set `t_low_us`/`t_high_us` to what
+//! the buffer holds.
 
 use super::{fixed, mul_div, us, CcInit, CongestionControl, ONE};
 use crate::config::Params;
@@ -41,7 +46,10 @@ struct Flow {
     /// Smoothed RTT difference, picoseconds.
     rtt_diff: i64,
     increases: u32,
+    /// HPCC's once-per-round-trip rule (`segment_bytes` 0): the next update's earliest time.
     next_update: Time,
+    /// Payload bytes acknowledged; a completion event is each `segment` of them.
+    acked: u64,
     min_rtt: u64,
 }
 
@@ -54,6 +62,8 @@ pub struct Timely {
     delta: u64,
     hai: u64,
     hai_after: u32,
+    /// Bytes of a completion event (TIMELY's segment); 0: once per round trip.
+    segment: u64,
     line_rate: u64,
     min_rate: u64,
     decreases: u64,
@@ -77,6 +87,7 @@ impl Timely {
         let hai = p.f64_in_open_closed("hai_gbps", 5.0 * delta, 0.0, 1e6)?;
         let hai_after = p.u32_min("hai_after", 5, 1)?;
         let init_rate = p.f64_in_open_closed("init_rate", 1.0, 0.0, 1.0)?;
+        let segment = p.int_in("segment_bytes", 65_536, 0, 1 << 30)?;
         p.finish()?;
         let delta = (delta * 1e9).round() as u64;
         let flows = (init.paths.iter())
@@ -86,6 +97,7 @@ impl Timely {
                 rtt_diff: 0,
                 increases: 0,
                 next_update: Time::ZERO,
+                acked: 0,
                 min_rtt: min_rtt.map_or(path.base_rtt.0, us).max(1),
             })
             .collect();
@@ -98,6 +110,7 @@ impl Timely {
             delta,
             hai: (hai * 1e9).round() as u64,
             hai_after,
+            segment,
             line_rate: line,
             min_rate: delta.min(line),
             decreases: 0,
@@ -143,11 +156,24 @@ impl CongestionControl for Timely {
 
     fn on_feedback(&mut self, fb: &Feedback, _timers: &mut CcTimers) {
         let f = fb.flow as usize;
-        if fb.newly_acked == 0 || fb.now < self.flows[f].next_update {
+        let mut fl = self.flows[f];
+        if fb.newly_acked == 0 {
             return;
         }
+        if self.segment == 0 {
+            if fb.now < fl.next_update {
+                return;
+            }
+        } else {
+            // One update per completion event: the reply that completes a segment.
+            let before = fl.acked / self.segment;
+            fl.acked += fb.newly_acked as u64;
+            if fl.acked / self.segment == before && !fb.complete {
+                self.flows[f] = fl;
+                return;
+            }
+        }
         let rtt = fb.rtt.0;
-        let mut fl = self.flows[f];
         fl.next_update = Time(fb.now.0 + rtt);
         if let Some(prev) = fl.prev_rtt {
             // rtt_diff ← (1 − α)·rtt_diff + α·(rtt − prev_rtt)
@@ -190,14 +216,16 @@ mod tests {
     use crate::cc::testkit::{refusal, reply, Paths, MSS};
     use serde_json::json;
 
+    const SEGMENT: u32 = 65_536;
+
     /// One flow at 100 Gbps, 2 hops of 2 µs (base RTT 8.7 µs).
     fn timely(params: serde_json::Value) -> SimResult<Timely> {
         let paths = Paths::new(1, 2, 100.0, 2_000);
         Timely::new(&paths.init(), &serde_json::from_value(params).unwrap())
     }
 
-    /// Feeds ACKs of the given RTTs (µs), each one RTT after the last; the rate after
-    /// each, in Gbps.
+    /// Feeds replies of the given RTTs (µs), each one RTT after the last and completing
+    /// a 64 KB segment; the rate after each, in Gbps.
     fn rates(t: &mut Timely, rtts_us: &[f64]) -> Vec<f64> {
         let mut now = 1_000_000u64;
         let mut timers = CcTimers::default();
@@ -206,7 +234,7 @@ mod tests {
             .enumerate()
             .map(|(i, &rtt)| {
                 let rtt = (rtt * 1e6) as u64;
-                t.on_feedback(&reply(0, i as u32, now, rtt, MSS, 0), &mut timers);
+                t.on_feedback(&reply(0, i as u32, now, rtt, SEGMENT, 0), &mut timers);
                 now += rtt;
                 t.rate_bps(0) as f64 / 1e9
             })
@@ -226,20 +254,35 @@ mod tests {
 
     #[test]
     fn increases_add_delta_below_t_low_and_hyperactively_on_a_falling_gradient() {
-        // δ = 100 Mb/s at 100 Gbps; below T_low plain additive, once per RTT only.
+        // δ = 100 Mb/s at 100 Gbps; below T_low plain additive, once per completion event.
         let mut t = timely(json!({"init_rate": 0.5})).unwrap();
         let r = rates(&mut t, &[10.0; 8]);
         for (i, rate) in r.iter().enumerate() {
             assert!((rate - (50.0 + 0.1 * i as f64)).abs() < 1e-9, "{r:?}");
         }
+        // Replies within a segment: no completion event, no update (15 MSS of 16).
         let mut timers = CcTimers::default();
-        t.on_feedback(
-            &reply(0, 99, 1_000_000 + 70_000_000, 10_000_000, MSS, 0),
-            &mut timers,
-        );
+        for i in 0..15 {
+            let now = 1_000_000 + 80_000_000 + i * 1000;
+            t.on_feedback(&reply(0, 99, now, 10_000_000, MSS, 0), &mut timers);
+        }
+        assert!((t.rate_bps(0) as f64 / 1e9 - 50.7).abs() < 1e-9);
+        t.on_feedback(&reply(0, 99, 82_000_000, 10_000_000, MSS, 0), &mut timers);
         assert!(
-            (t.rate_bps(0) as f64 / 1e9 - 50.7).abs() < 1e-9,
-            "within the RTT: no update"
+            (t.rate_bps(0) as f64 / 1e9 - 50.8).abs() < 1e-9,
+            "the 16th completes it"
+        );
+        // HPCC's rule (`segment_bytes` 0): once per round trip, whatever the bytes.
+        let mut t = timely(json!({"init_rate": 0.5, "segment_bytes": 0})).unwrap();
+        for i in 0..20u64 {
+            // Replies 1 µs apart with an RTT of 10 µs: updates at 0, 10 µs (two).
+            let now = 1_000_000 + i * 1_000_000;
+            t.on_feedback(&reply(0, i as u32, now, 10_000_000, MSS, 0), &mut timers);
+        }
+        assert!(
+            (t.rate_bps(0) as f64 / 1e9 - 50.1).abs() < 1e-9,
+            "{}",
+            t.rate_bps(0)
         );
         // Between T_low and T_high with a flat RTT: δ four times, then R_HAI = 5δ.
         let mut t = timely(json!({"init_rate": 0.5})).unwrap();

@@ -2,6 +2,15 @@
 //! acknowledges; when the highest acknowledged sequence number runs more than
 //! `threshold` packets ahead of the lowest unacknowledged one, every missing packet
 //! in between is retransmitted once. Timeouts (`limits.rto_us`) are the last resort.
+//!
+//! Packet spraying reorders by up to a window: on 1-BDP queues under REPS a fixed
+//! threshold of 32 resends most packets of a permutation needlessly. `reorder_window` w
+//! (UET's SLEEK: 1.5) replaces the threshold with max(⌈w × window⌉, 5) packets, the window
+//! being the most packets the flow has had in flight (SLEEK takes the congestion window;
+//! in flight shrinks at a flow's tail while its holes may still be overtaken): a packet
+//! sent after a hole overtakes it only while both are in flight, so w ≥ 1 tolerates any
+//! reordering shorter than a round trip. Each hole is then judged by its own distance
+//! below the highest ACK (as FACK), not all holes once the lowest is far enough.
 
 use super::{AckOutcome, LossInit, LossRecovery, Send};
 use crate::config::Params;
@@ -57,12 +66,19 @@ struct Flow {
     latest_acked_send: Time,
     acked_count: u32,
     in_flight: u64,
+    /// The most bytes ever in flight: the window SLEEK's tolerance scales with (in flight
+    /// itself shrinks at a flow's tail while its holes may still be overtaken).
+    peak_in_flight: u64,
 }
 
 pub struct Sack {
     flows: Vec<Flow>,
     payload: u32,
     threshold: u32,
+    /// SLEEK's out-of-order tolerance in packets in flight, 2^-20 (0: the fixed threshold).
+    reorder_window: u64,
+    /// Holes declared lost by the threshold (not by a timeout or a NACK).
+    fast_resends: u64,
     /// Switches trim what they cannot queue (the `trim` scheme).
     trimming: bool,
 }
@@ -80,6 +96,7 @@ impl Sack {
     ) -> SimResult<Sack> {
         let mut p = ParamReader::new("loss", name, params);
         let threshold = p.u32_min("threshold", 32, 1)?;
+        let reorder_window = p.f64_in("reorder_window", 0.0, 0.0, 1e3)?;
         p.finish()?;
         let payload = init.payload_bytes;
         let flows = init
@@ -98,6 +115,7 @@ impl Sack {
                     latest_acked_send: Time::ZERO,
                     acked_count: 0,
                     in_flight: 0,
+                    peak_in_flight: 0,
                 }
             })
             .collect();
@@ -105,9 +123,16 @@ impl Sack {
             flows,
             payload,
             threshold,
+            reorder_window: (reorder_window * (1u64 << 20) as f64).round() as u64,
+            fast_resends: 0,
             trimming,
         })
     }
+}
+
+/// ⌈x · w⌉ for w in 2^-20.
+fn mul_fixed(x: u64, w: u64) -> u64 {
+    (x * w).div_ceil(1 << 20)
 }
 
 impl Flow {
@@ -161,6 +186,7 @@ impl LossRecovery for Sack {
                 // Its earlier copy was counted out of flight when declared missing.
                 let payload = f.payload_of(seq, full);
                 f.in_flight += payload as u64;
+                f.peak_in_flight = f.peak_in_flight.max(f.in_flight);
                 send = Some(Send {
                     seq,
                     payload,
@@ -175,6 +201,7 @@ impl LossRecovery for Sack {
             p.sent_at[seq as usize] = now;
             let payload = f.payload_of(seq, full);
             f.in_flight += payload as u64;
+            f.peak_in_flight = f.peak_in_flight.max(f.in_flight);
             send = Some(Send {
                 seq,
                 payload,
@@ -230,9 +257,23 @@ impl LossRecovery for Sack {
         while f.lowest_unacked < f.n_packets && p.acked[f.lowest_unacked as usize] {
             f.lowest_unacked += 1;
         }
+        let limit = if self.reorder_window > 0 {
+            let packets = f.peak_in_flight.div_ceil(full as u64);
+            (mul_fixed(packets, self.reorder_window) as u32).max(5)
+        } else {
+            threshold
+        };
         if let Some(high) = f.highest_acked {
-            if high > f.lowest_unacked && high - f.lowest_unacked > threshold {
-                for s in f.lowest_unacked..high {
+            if high > f.lowest_unacked && high - f.lowest_unacked > limit {
+                // OFAN's SACK resends every hole below the highest ACK; with SLEEK's
+                // tolerance each hole is judged by its own distance (as FACK), or a real
+                // loss at the bottom would resend every packet reordered above it.
+                let top = if self.reorder_window > 0 {
+                    high - limit
+                } else {
+                    high
+                };
+                for s in f.lowest_unacked..top {
                     // Only copies sent before an acknowledged packet count as missing, so a
                     // retransmission is not retransmitted again by the next ACK.
                     let sent = p.sent_at[s as usize];
@@ -245,6 +286,7 @@ impl LossRecovery for Sack {
                         f.in_flight = f.in_flight.saturating_sub(lost);
                         p.queue(s);
                         p.sent_at[s as usize] = NEVER;
+                        self.fast_resends += 1;
                     }
                 }
             }
@@ -301,6 +343,10 @@ impl LossRecovery for Sack {
         self.trimming
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("fast_resends", self.fast_resends)]
+    }
+
     fn nothing_due(&self, flow: FlowId) -> bool {
         // `next_packet` skips queued packets acknowledged meanwhile.
         let f = &self.flows[flow as usize];
@@ -317,6 +363,10 @@ mod tests {
     fn sack(bytes: u64, threshold: u64) -> Box<dyn LossRecovery> {
         let mut params = Params::new();
         params.insert("threshold".into(), threshold.into());
+        with(bytes, params)
+    }
+
+    fn with(bytes: u64, params: Params) -> Box<dyn LossRecovery> {
         build(
             &LossInit {
                 flow_bytes: &[bytes],
@@ -354,6 +404,33 @@ mod tests {
             s.on_feedback(&super::super::feedback(0, 9, Time(16)))
                 .complete
         );
+    }
+
+    #[test]
+    fn sleek_tolerates_a_share_of_the_window_and_judges_each_hole_by_its_distance() {
+        // 20 packets in flight at most; w = 0.5: holes more than max(10, 5) packets below
+        // the highest ACK are lost. Holes 0 and 9 under ACKs of 1..=12: 0 is 12 below, lost;
+        // 9 is 3 below, a reordering (OFAN's rule would resend both).
+        let mut params = Params::new();
+        params.insert("reorder_window".into(), 0.5.into());
+        let mut s = with(20_000, params);
+        for i in 0..20 {
+            s.next_packet(0, Time(i)).unwrap();
+        }
+        for seq in (1..=12).filter(|&q| q != 9) {
+            s.on_feedback(&super::super::feedback(0, seq, Time(30)));
+        }
+        let r: Vec<u32> =
+            std::iter::from_fn(|| s.next_packet(0, Time(31)).map(|p| p.seq)).collect();
+        assert_eq!(r, vec![0]);
+        // The tail: in flight falls to 7 packets (13..20), the tolerance stays 10 (the peak):
+        // ACKs of 13..=18 put hole 9 at 9 below, still not lost; 19 puts it at 10, not above.
+        for seq in 13..=19 {
+            s.on_feedback(&super::super::feedback(0, seq, Time(32)));
+        }
+        assert_eq!(s.next_packet(0, Time(33)), None);
+        // One hole declared lost by the tolerance.
+        assert_eq!(s.counters(), vec![("fast_resends", 1)]);
     }
 
     #[test]

@@ -198,7 +198,12 @@ impl Simulation {
             }
             let flow = &mut self.flows[f as usize];
             flow.timeouts += 1;
-            flow.timeouts_in_a_row += 1;
+            // Per-packet timers fire once per loss: "in a row" counts rounds, firings at
+            // least one RTO apart, so `limits.max_timeouts` keeps its meaning.
+            if self.now >= flow.timeout_round_end {
+                flow.timeouts_in_a_row += 1;
+                flow.timeout_round_end = self.now + self.rto;
+            }
             self.hot[f as usize].timed_out = true;
             if flow.timeouts_in_a_row > self.limits.max_timeouts {
                 let reason = format!(
@@ -209,9 +214,17 @@ impl Simulation {
                 self.error = Some(self.unfinished(reason));
                 return;
             }
-            // Re-arm before sending replacements, so the send path does not arm a second timer.
+            // Re-armed before sending replacements, so the send path arms no second timer.
+            // Per-packet timers (`limits.rto_per_packet`): at the next expiry among the
+            // packets still in flight (a replacement sent now expires no earlier).
+            let next = match self.loss.oldest_outstanding(f) {
+                Some(oldest) if self.limits.rto_per_packet && oldest + self.rto > self.now => {
+                    oldest + self.rto
+                }
+                _ => self.now + self.rto,
+            };
             self.hot[f as usize].rto_pending = true;
-            self.events.push(self.now + self.rto, Event::Rto(f));
+            self.events.push(next, Event::Rto(f));
             self.host_try_send(src);
             return;
         }

@@ -231,6 +231,7 @@ impl Simulation {
                 slot: 0,
                 started: false,
                 timeouts_in_a_row: 0,
+                timeout_round_end: Time::ZERO,
                 timeouts: 0,
                 retransmitted: 0,
                 cc_timer: None,
