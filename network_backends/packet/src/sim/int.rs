@@ -10,16 +10,20 @@ use super::*;
 use crate::transport::{IntHop, INT_MAX_HOPS};
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// A hop's record as the table keeps it: 24 bytes. The port's rate is read when the
+/// record is handed over (`int_hops`), and a queue past 4 GiB saturates.
+#[derive(Clone, Copy, Default)]
+struct IntRecord {
+    ts: u64,
+    tx_bytes: u64,
+    port: u32,
+    qlen: u32,
+}
+
 #[derive(Clone, Copy, Default)]
 pub(super) struct IntStack {
     n: u8,
-    hops: [IntHop; INT_MAX_HOPS],
-}
-
-impl IntStack {
-    pub(super) fn hops(&self) -> &[IntHop] {
-        &self.hops[..self.n as usize]
-    }
+    hops: [IntRecord; INT_MAX_HOPS],
 }
 
 /// Keys are already unique small integers: one multiply-xorshift mixes them enough.
@@ -51,19 +55,32 @@ impl Simulation {
     #[cold]
     #[inline(never)]
     pub(super) fn int_stamp(&mut self, port: usize, pkt: &Packet, at: Time, qlen: u64) {
-        let rt = &self.ports[port];
-        let hop = IntHop {
+        let hop = IntRecord {
+            ts: at.0,
+            tx_bytes: self.ports[port].tx_bytes,
             port: port as u32,
-            ts: at,
-            tx_bytes: rt.tx_bytes,
-            qlen,
-            rate_bps: rt.rate.bps(),
+            qlen: qlen.min(u32::MAX as u64) as u32,
         };
         let stack = self.int.entry((pkt.flow(), pkt.sent_at().0)).or_default();
         if (stack.n as usize) < INT_MAX_HOPS {
             stack.hops[stack.n as usize] = hop;
             stack.n += 1;
         }
+    }
+
+    /// A stack's records as the CC reads them, with each port's rate now, and how many.
+    pub(super) fn int_hops(&self, stack: &IntStack) -> ([IntHop; INT_MAX_HOPS], usize) {
+        let mut hops = [IntHop::default(); INT_MAX_HOPS];
+        for (h, r) in hops.iter_mut().zip(&stack.hops[..stack.n as usize]) {
+            *h = IntHop {
+                port: r.port,
+                ts: Time(r.ts),
+                tx_bytes: r.tx_bytes,
+                qlen: r.qlen as u64,
+                rate_bps: self.ports[r.port as usize].rate.bps(),
+            };
+        }
+        (hops, stack.n as usize)
     }
 
     /// The records of the data packet a reply (or a lost frame) is about, removed.

@@ -57,7 +57,8 @@ impl Simulation {
     #[inline(never)]
     fn cc_feedback_int(&mut self, fb: &mut Feedback, p: &Packet) {
         let stack = self.int_take(p);
-        let hops = stack.hops();
+        let (records, n) = self.int_hops(&stack);
+        let hops = &records[..n];
         fb.int = IntSummary {
             max_queue_bytes: hops
                 .iter()
