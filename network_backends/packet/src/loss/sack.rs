@@ -65,6 +65,8 @@ pub struct Sack {
     threshold: u32,
     /// Switches trim what they cannot queue (the `trim` scheme).
     trimming: bool,
+    /// Each packet times out on its own deadline (the `rto` scheme).
+    per_packet_timers: bool,
 }
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
@@ -106,7 +108,16 @@ impl Sack {
             payload,
             threshold,
             trimming,
+            per_packet_timers: false,
         })
+    }
+
+    /// No gap ever counts as a loss (the receiver's reorder buffer absorbs any order):
+    /// only a packet's own timer declares it lost (the `rto` scheme).
+    pub(super) fn timers_only(mut self) -> Sack {
+        self.threshold = u32::MAX;
+        self.per_packet_timers = true;
+        self
     }
 }
 
@@ -299,6 +310,10 @@ impl LossRecovery for Sack {
 
     fn wants_trimming(&self) -> bool {
         self.trimming
+    }
+
+    fn per_packet_timers(&self) -> bool {
+        self.per_packet_timers
     }
 
     fn nothing_due(&self, flow: FlowId) -> bool {

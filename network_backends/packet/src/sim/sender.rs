@@ -192,13 +192,23 @@ impl Simulation {
             let lost = self.loss.on_timeout(f, self.now, self.rto);
             self.set_blocked(f, false);
             self.lb.on_timeout(f, self.now);
-            self.cc.on_timeout(f, self.now, &mut self.cc_timers);
-            if !self.cc_timers.is_empty() {
-                self.apply_cc_timers();
+            // Per-packet timers expiring within one timeout of the last counted expiry are
+            // the same loss event: CC reacts and `limits.max_timeouts` counts once per event.
+            let flow = &mut self.flows[f as usize];
+            let new_event = !self.loss.per_packet_timers()
+                || flow
+                    .counted_timeout
+                    .is_none_or(|t| t + self.rto <= self.now);
+            flow.timeouts += 1;
+            if new_event {
+                flow.timeouts_in_a_row += 1;
+                flow.counted_timeout = Some(self.now);
+                self.cc.on_timeout(f, self.now, &mut self.cc_timers);
+                if !self.cc_timers.is_empty() {
+                    self.apply_cc_timers();
+                }
             }
             let flow = &mut self.flows[f as usize];
-            flow.timeouts += 1;
-            flow.timeouts_in_a_row += 1;
             self.hot[f as usize].timed_out = true;
             if flow.timeouts_in_a_row > self.limits.max_timeouts {
                 let reason = format!(
@@ -209,9 +219,18 @@ impl Simulation {
                 self.error = Some(self.unfinished(reason));
                 return;
             }
-            // Re-arm before sending replacements, so the send path does not arm a second timer.
-            self.hot[f as usize].rto_pending = true;
-            self.events.push(self.now + self.rto, Event::Rto(f));
+            // Re-arm before sending replacements, so the send path does not arm a second timer:
+            // per-packet timers at the next outstanding packet's deadline (none: the send path
+            // arms one for the replacements), else a full timeout from now.
+            let rearm = if self.loss.per_packet_timers() {
+                self.loss.oldest_outstanding(f).map(|t| t + self.rto)
+            } else {
+                Some(self.now + self.rto)
+            };
+            if let Some(at) = rearm {
+                self.hot[f as usize].rto_pending = true;
+                self.events.push(at, Event::Rto(f));
+            }
             self.host_try_send(src);
             return;
         }
