@@ -107,3 +107,24 @@ def test_ethereal_pays_one_timeout_on_a_dead_link_and_a_later_flow_avoids_it():
     assert run[1].summary["lb_counters"]["reroutes"] == 1
     later = run[1].flows.iloc[1]
     assert later.timeouts == 0 and later.packets_sent == (8 << 20) // 4096 and later.fct_us < rto / 2
+
+
+def test_reps_pays_one_timeout_per_flow_through_a_dead_link():
+    """One recursive-doubling step across leaves (host h sends 8 MiB to h ^ 8, leaf-spine 8 x 8,
+    400 Gbps) with the leaf 0 - spine 0 link dead, DCTCP + PFC with 1 ms timers only. REPS
+    explores entropies for its first round trip only (Ethereal §4.2), so the 16 flows from or
+    into leaf 0 lose some exploration packets; their resends take the flow's proven cached
+    entropy, so each such flow pays exactly one timeout: fct in [rto, rto + the slowest
+    unaffected flow's fct]. (Exploring again on resends, as before, cost up to 4 timeouts.)"""
+    fail = {"links": [{"nodes": [64, 72], "down_at_us": 5}], "detection_us": 100000}
+    src = list(range(64))
+    traffic = {"kind": "flows", "src": src, "dst": [h ^ 8 for h in src], "bytes": [8 << 20] * 64,
+               "start_ps": [10_000_000] * 64}
+    r = simulate({"kind": "leaf_spine", "leaves": 8, "spines": 8, "hosts_per_leaf": 8}, traffic, scheme="dctcp_pfc",
+                 lb="reps", link={"rate_gbps": 400, "latency_ns": 500}, failures=fail, seed=1)
+    fl, rto = r.flows, 1000.0
+    hit = (fl.src < 8) | (fl.dst < 8)
+    assert hit.sum() == 16 and (fl[~hit].timeouts == 0).all()
+    slowest = fl[~hit].fct_us.max()
+    assert (fl[hit].timeouts > 0).all()
+    assert fl[hit].fct_us.between(rto, rto + slowest).all(), sorted(fl[hit].fct_us)
