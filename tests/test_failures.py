@@ -96,3 +96,48 @@ def test_each_flow_reports_the_frames_failures_cost_it():
     assert len(hit) >= 1
     assert r.flows["blackholed"].sum() * 4096 == r.summary["data_bytes_blackholed"] > 0
     assert (hit["retransmissions"] >= hit["blackholed"]).all()
+
+
+def test_ethereal_pays_one_timeout_on_a_dead_link_and_a_later_flow_avoids_it():
+    """Ethereal §3.3 under the dctcp_pfc preset (1 ms timeouts, no other loss detection):
+    host 0 (leaf 0) sends 8 MiB to leaf 1 at t = 0 while the leaf 0 - spine 0 link is dead
+    from 5 us (routes never change). Its flow is split over all 8 spines; the subflow on
+    spine 0 gets no ACK, so after one 1 ms timeout it moves and its path is marked bad. One
+    timeout and no second: the flow waits at least one timeout for its first lost packet,
+    sent after the failure at 5 us, and then has at most its intact time's work left: fct in
+    [rto, 5 us + rto + intact] (a second timeout would need 2 rto). A second 8 MiB flow from
+    host 0 at 1.2 ms (within bad_path_reset_us of the mark) is balanced over the 7 good
+    paths only: no timeout, exactly its 2,048 packets sent."""
+    fail = {"links": [{"nodes": [64, 72], "down_at_us": 5}], "detection_us": 100000}
+    traffic = {"kind": "flows", "src": [0, 0], "dst": [8, 16], "bytes": [8 << 20, 8 << 20],
+               "start_ps": [0, 1_200_000_000]}
+    run = [simulate({"kind": "leaf_spine", "leaves": 8, "spines": 8, "hosts_per_leaf": 8}, traffic,
+                    scheme="dctcp_pfc", lb="ethereal", link={"rate_gbps": 400, "latency_ns": 500}, failures=f, seed=1)
+           for f in (None, fail)]
+    intact, failed = run[0].flows.iloc[0], run[1].flows.iloc[0]
+    rto = 1000.0
+    assert intact.timeouts == 0 and rto <= failed.fct_us <= 5 + rto + intact.fct_us
+    assert run[1].summary["lb_counters"]["reroutes"] == 1
+    later = run[1].flows.iloc[1]
+    assert later.timeouts == 0 and later.packets_sent == (8 << 20) // 4096 and later.fct_us < rto / 2
+
+
+def test_reps_pays_one_timeout_per_flow_through_a_dead_link():
+    """One recursive-doubling step across leaves (host h sends 8 MiB to h ^ 8, leaf-spine 8 x 8,
+    400 Gbps) with the leaf 0 - spine 0 link dead, DCTCP + PFC with 1 ms timers only. REPS
+    explores entropies for its first round trip only (Ethereal §4.2), so the 16 flows from or
+    into leaf 0 lose some exploration packets; their resends take the flow's proven cached
+    entropy, so each such flow pays exactly one timeout: fct in [rto, rto + the slowest
+    unaffected flow's fct]. (Exploring again on resends, as before, cost up to 4 timeouts.)"""
+    fail = {"links": [{"nodes": [64, 72], "down_at_us": 5}], "detection_us": 100000}
+    src = list(range(64))
+    traffic = {"kind": "flows", "src": src, "dst": [h ^ 8 for h in src], "bytes": [8 << 20] * 64,
+               "start_ps": [10_000_000] * 64}
+    r = simulate({"kind": "leaf_spine", "leaves": 8, "spines": 8, "hosts_per_leaf": 8}, traffic, scheme="dctcp_pfc",
+                 lb="reps", link={"rate_gbps": 400, "latency_ns": 500}, failures=fail, seed=1)
+    fl, rto = r.flows, 1000.0
+    hit = (fl.src < 8) | (fl.dst < 8)
+    assert hit.sum() == 16 and (fl[~hit].timeouts == 0).all()
+    slowest = fl[~hit].fct_us.max()
+    assert (fl[hit].timeouts > 0).all()
+    assert fl[hit].fct_us.between(rto, rto + slowest).all(), sorted(fl[hit].fct_us)

@@ -118,7 +118,8 @@ pub struct LimitsConfig {
     /// One timer per packet (the SMaRTT-REPS authors' htsim transport): after a timeout the
     /// flow's timer is re-armed at the next expiry among the packets still in flight.
     /// Off: one RTO after the timeout, so a loss sent just after the one that fired waits
-    /// up to two RTOs (fewer spurious resends when queues outlast the RTO).
+    /// up to two RTOs (fewer spurious resends when queues outlast the RTO). The `rto` loss
+    /// scheme has per-packet timers whatever this says.
     pub rto_per_packet: bool,
     /// Simulated time after which a run that has not finished is an error.
     pub max_time_ms: f64,

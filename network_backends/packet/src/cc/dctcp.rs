@@ -10,7 +10,10 @@
 //! datacenter simulators (HPCC's ns-3, htsim) there is no slow start: W starts at
 //! `init_window` bandwidth-delay products of the flow's path, α at 1 (as Linux does). A
 //! timeout halves W (without slow start, TCP's reset to one MSS would take a window's
-//! worth of round trips to recover). α is kept in fixed point (2^-20).
+//! worth of round trips to recover), unless `timeout_halves` is false: the Ethereal paper's
+//! transport runs DCTCP on ACKs only, its timeout and NACK handlers reroute and go back
+//! without a CC step (Algorithm 1), as befits a lossless fabric where a loss is a failure,
+//! not congestion. α is kept in fixed point (2^-20).
 
 use super::{CcInit, CongestionControl};
 use crate::config::Params;
@@ -44,6 +47,7 @@ pub struct Dctcp {
     g: u64,
     mss: u64,
     min_window: u64,
+    timeout_halves: bool,
     cuts: u64,
     increases: u64,
 }
@@ -57,6 +61,7 @@ impl Dctcp {
         let mut p = ParamReader::new("cc", "dctcp", params);
         let g = p.f64_in_open_closed("g", 1.0 / 16.0, 0.0, 1.0)?;
         let init_window = p.f64_in_open_closed("init_window", 1.0, 0.0, 1e6)?;
+        let timeout_halves = p.bool("timeout_halves", true)?;
         p.finish()?;
         let mss = init.mss as u64;
         let flows = (init.paths.iter())
@@ -78,6 +83,7 @@ impl Dctcp {
             g: ((g * ONE as f64).round() as u64).clamp(1, ONE),
             mss,
             min_window: mss,
+            timeout_halves,
             cuts: 0,
             increases: 0,
         })
@@ -133,7 +139,15 @@ impl CongestionControl for Dctcp {
     }
 
     fn on_timeout(&mut self, flow: FlowId, _now: Time, _timers: &mut CcTimers) {
+        if !self.timeout_halves {
+            return;
+        }
+        // At most one cut per window of data, as for marks: per-packet timers fire once
+        // per lost packet.
         let f = &mut self.flows[flow as usize];
+        if f.cut_guard > 0 {
+            return;
+        }
         f.window = (f.window / 2).max(self.min_window);
         (f.cut_guard, f.growth) = (f.window, 0);
     }
@@ -216,6 +230,18 @@ mod tests {
             cc.on_feedback(&ack(seq, false), &mut t);
         }
         assert_eq!(cc.window_bytes(0), 51 * 4096);
+    }
+
+    #[test]
+    fn a_timeout_halves_the_window_unless_timeout_halves_is_off() {
+        let mut t = CcTimers::default();
+        let mut cc = dctcp(serde_json::json!({})).unwrap();
+        cc.on_timeout(0, Time(0), &mut t);
+        assert_eq!(cc.window_bytes(0), 50 * 4096);
+        // Ethereal Algorithm 1: DCTCP on ACKs only; a timeout reroutes and goes back.
+        let mut cc = dctcp(serde_json::json!({"timeout_halves": false})).unwrap();
+        cc.on_timeout(0, Time(0), &mut t);
+        assert_eq!(cc.window_bytes(0), 100 * 4096);
     }
 
     #[test]

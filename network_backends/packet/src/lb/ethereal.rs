@@ -4,12 +4,18 @@
 //! only the r = n mod s remaining flows are split, each into s/g subflows
 //! (g = gcd(r, s)), and every path gets r/g of those. By Theorem 1 every path then
 //! carries exactly f*n/s, with r*(s-g)/g extra flows. Flows start after a small
-//! random jitter (against repetitive incasts). A flow timeout moves the subflows
-//! that went longest without an acknowledgement (every subflow until one is acked)
-//! to random paths not marked bad, and marks their old paths bad for
-//! `bad_path_reset_us`: the subflows still acked keep their paths, as each of the
-//! paper's subflows is its own queue pair with its own timeout. Subflows take turns
-//! packet by packet, so each carries an equal share of the flow (to one packet).
+//! random jitter (against repetitive incasts). Each of the paper's subflows is its own
+//! queue pair with its own timeout (§3.3), so a flow timeout moves the subflows that
+//! went a whole timeout without an acknowledgement (those queue pairs timed out) to
+//! random paths not marked bad, and marks their old paths bad at the source for
+//! `bad_path_reset_us`. If none did (one packet lost on a path still acked, which the
+//! paper's receiver NACKs, and a NACK reroutes too), the subflows acknowledged least
+//! recently move, unless a subflow of the flow moved within the last timeout (the
+//! expiring packets then are the moved subflow's, resent on its new path). A flow's
+//! first packet consults its source's bad marks: "subsequent flow arrivals undergo
+//! load balancing based only on the available good paths" (§3.3), so its subflows on
+//! bad paths are dropped (a flow left with none takes a random good path). Subflows
+//! take turns packet by packet, so each carries an equal share of the flow (to one packet).
 
 use super::source_route::SourceRoutes;
 use super::{FlowId, Header, LbInit, LoadBalancer, SwitchView};
@@ -32,9 +38,14 @@ pub struct Ethereal {
     last_ack: Vec<Vec<Time>>,
     /// Per flow: its source host and number of paths to its destination.
     src_and_paths: Vec<(u32, u32)>,
+    /// Per flow: whether its first packet has been sent (its paths were checked then).
+    started: Vec<bool>,
+    /// Per flow: when a timeout last moved one of its subflows.
+    moved_at: Vec<Option<Time>>,
     extra_flows: u64,
     jitter_ps: u64,
     reset: Dur,
+    rto: Dur,
     /// (source host, path id) -> bad until.
     bad: HashMap<(u32, u32), Time>,
     reroutes: u64,
@@ -100,16 +111,49 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
     let last_ack = paths.iter().map(|p| vec![Time::ZERO; p.len()]).collect();
     Ok(Box::new(Ethereal {
         routes,
+        started: vec![false; paths.len()],
+        moved_at: vec![None; paths.len()],
         paths,
         last_ack,
         src_and_paths,
         extra_flows,
         jitter_ps: (jitter_ns * 1e3).round() as u64,
         reset: Dur((reset_us * PS_PER_US as f64).round() as u64),
+        rto: init.rto,
         bad: HashMap::new(),
         reroutes: 0,
         rng,
     }))
+}
+
+impl Ethereal {
+    /// The path ids from `src` (of `s`) not marked bad at `now`.
+    fn good_paths(&self, src: u32, s: u32, now: Time) -> Vec<u32> {
+        (0..s)
+            .filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now))
+            .collect()
+    }
+
+    /// A flow arriving drops its subflows on paths its source marked bad; one left with
+    /// none takes a random good path (all bad: it keeps its paths). Called at its first packet.
+    fn avoid_bad_paths(&mut self, flow: FlowId, now: Time) {
+        let (src, s) = self.src_and_paths[flow as usize];
+        let good = if self.bad.is_empty() {
+            Vec::new()
+        } else {
+            self.good_paths(src, s, now)
+        };
+        if !good.is_empty() && good.len() < s as usize {
+            let paths = &mut self.paths[flow as usize];
+            paths.retain(|q| good.contains(q));
+            if paths.is_empty() {
+                paths.push(good[self.rng.gen_range(0..good.len())]);
+            }
+        }
+        // A subflow's silence counts from the flow's start.
+        let n = self.paths[flow as usize].len();
+        self.last_ack[flow as usize] = vec![now; n];
+    }
 }
 
 impl LoadBalancer for Ethereal {
@@ -117,7 +161,11 @@ impl LoadBalancer for Ethereal {
         self.routes = SourceRoutes::new(topo);
     }
 
-    fn entropy(&mut self, flow: FlowId, seq: u32, _now: Time) -> u32 {
+    fn entropy(&mut self, flow: FlowId, seq: u32, now: Time) -> u32 {
+        if !self.started[flow as usize] {
+            self.started[flow as usize] = true;
+            self.avoid_bad_paths(flow, now);
+        }
         let p = &self.paths[flow as usize];
         p[seq as usize % p.len()]
     }
@@ -138,15 +186,21 @@ impl LoadBalancer for Ethereal {
     fn on_timeout(&mut self, flow: FlowId, now: Time) {
         let (src, s) = self.src_and_paths[flow as usize];
         let acked = &self.last_ack[flow as usize];
-        let stalest = *acked.iter().min().expect("a flow has a subflow");
-        let dead: Vec<usize> = (0..acked.len()).filter(|&i| acked[i] == stalest).collect();
+        let mut dead: Vec<usize> = (0..acked.len())
+            .filter(|&i| acked[i] + self.rto <= now)
+            .collect();
+        if dead.is_empty() {
+            if self.moved_at[flow as usize].is_some_and(|t| t + self.rto > now) {
+                return;
+            }
+            let stalest = *acked.iter().min().expect("a flow has a subflow");
+            dead = (0..acked.len()).filter(|&i| acked[i] == stalest).collect();
+        }
         for &i in &dead {
             self.bad
                 .insert((src, self.paths[flow as usize][i]), now + self.reset);
         }
-        let good: Vec<u32> = (0..s)
-            .filter(|&q| self.bad.get(&(src, q)).map_or(true, |&until| until <= now))
-            .collect();
+        let good = self.good_paths(src, s, now);
         for &i in &dead {
             self.paths[flow as usize][i] = if good.is_empty() {
                 self.rng.gen_range(0..s)
@@ -155,6 +209,7 @@ impl LoadBalancer for Ethereal {
             };
             self.last_ack[flow as usize][i] = now;
         }
+        self.moved_at[flow as usize] = Some(now);
         self.reroutes += 1;
     }
 

@@ -90,6 +90,8 @@ pub struct LbInit<'a> {
     pub seed: u64,
     /// Bandwidth-delay product of the longest path, in data packets.
     pub bdp_packets: u32,
+    /// The retransmission timeout (`limits.rto_us`, or the engine's default).
+    pub rto: Dur,
 }
 
 pub trait LoadBalancer: Send {

@@ -4,6 +4,7 @@
 
 mod erasure;
 mod gbn;
+mod rto;
 mod sack;
 mod trim;
 
@@ -65,6 +66,13 @@ pub trait LossRecovery: std::marker::Send {
         false
     }
 
+    /// True if every packet has its own timer: after a timeout the flow's timer is re-armed
+    /// at the deadline of the oldest packet still outstanding. False: one timer per flow,
+    /// restarted a full timeout after each expiry (RFC 6298 §5.5).
+    fn per_packet_timers(&self) -> bool {
+        false
+    }
+
     /// Whether switches should trim the data packets they cannot queue (and receivers NACK
     /// them) rather than drop them.
     fn wants_trimming(&self) -> bool {
@@ -93,6 +101,7 @@ const REGISTRY: &[(&str, Factory)] = &[
     ("sack", sack::build),
     ("trim", trim::build),
     ("gbn", gbn::build),
+    ("rto", rto::build),
 ];
 
 pub fn names() -> Vec<&'static str> {

@@ -81,6 +81,8 @@ pub struct Sack {
     fast_resends: u64,
     /// Switches trim what they cannot queue (the `trim` scheme).
     trimming: bool,
+    /// Each packet times out on its own deadline (the `rto` scheme).
+    per_packet_timers: bool,
 }
 
 pub fn build(init: &LossInit, params: &Params) -> SimResult<Box<dyn LossRecovery>> {
@@ -126,7 +128,16 @@ impl Sack {
             reorder_window: (reorder_window * (1u64 << 20) as f64).round() as u64,
             fast_resends: 0,
             trimming,
+            per_packet_timers: false,
         })
+    }
+
+    /// No gap ever counts as a loss (the receiver's reorder buffer absorbs any order):
+    /// only a packet's own timer declares it lost (the `rto` scheme).
+    pub(super) fn timers_only(mut self) -> Sack {
+        self.threshold = u32::MAX;
+        self.per_packet_timers = true;
+        self
     }
 }
 
@@ -345,6 +356,10 @@ impl LossRecovery for Sack {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![("fast_resends", self.fast_resends)]
+    }
+
+    fn per_packet_timers(&self) -> bool {
+        self.per_packet_timers
     }
 
     fn nothing_due(&self, flow: FlowId) -> bool {

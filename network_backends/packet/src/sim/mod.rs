@@ -156,8 +156,9 @@ struct FlowRt {
     /// Started by `start_flow` (driven runs): a second start is refused.
     started: bool,
     timeouts_in_a_row: u32,
-    /// A timeout before this is part of the last round (`sender::on_rto`).
-    timeout_round_end: Time,
+    /// When the latest timeout counted as a loss event fired: per-packet timers expiring
+    /// within one timeout of it belong to the same event.
+    counted_timeout: Option<Time>,
     timeouts: u64,
     retransmitted: u64,
     /// When the CC timer the scheme armed fires (an `Event::CcTimer` at another time is stale).

@@ -193,18 +193,26 @@ impl Simulation {
             let lost = self.loss.on_timeout(f, self.now, self.rto);
             self.set_blocked(f, false);
             self.lb.on_timeout(f, self.now);
+            // Every firing reaches the CC, as every trim's NACK does (a CC that reacts once per
+            // window guards itself). Per-packet timers (the loss scheme's own, `rto`, or
+            // `limits.rto_per_packet`) expiring within one timeout of the last counted expiry
+            // are one loss event for `limits.max_timeouts`.
             self.cc.on_timeout(f, self.now, &mut self.cc_timers);
             if !self.cc_timers.is_empty() {
                 self.apply_cc_timers();
             }
+            let per_packet = self.limits.rto_per_packet || self.loss.per_packet_timers();
             let flow = &mut self.flows[f as usize];
+            let new_event = !per_packet
+                || flow
+                    .counted_timeout
+                    .is_none_or(|t| t + self.rto <= self.now);
             flow.timeouts += 1;
-            // Per-packet timers fire once per loss: "in a row" counts rounds, firings at
-            // least one RTO apart, so `limits.max_timeouts` keeps its meaning.
-            if self.now >= flow.timeout_round_end {
+            if new_event {
                 flow.timeouts_in_a_row += 1;
-                flow.timeout_round_end = self.now + self.rto;
+                flow.counted_timeout = Some(self.now);
             }
+            let flow = &mut self.flows[f as usize];
             self.hot[f as usize].timed_out = true;
             if flow.timeouts_in_a_row > self.limits.max_timeouts {
                 let reason = format!(
@@ -216,12 +224,10 @@ impl Simulation {
                 return;
             }
             // Re-armed before sending replacements, so the send path arms no second timer.
-            // Per-packet timers (`limits.rto_per_packet`): at the next expiry among the
-            // packets still in flight (a replacement sent now expires no earlier).
+            // Per-packet timers: at the next expiry among the packets still in flight (a
+            // replacement sent now expires no earlier); else a full timeout from now.
             let next = match self.loss.oldest_outstanding(f) {
-                Some(oldest) if self.limits.rto_per_packet && oldest + self.rto > self.now => {
-                    oldest + self.rto
-                }
+                Some(oldest) if per_packet && oldest + self.rto > self.now => oldest + self.rto,
                 _ => self.now + self.rto,
             };
             self.hot[f as usize].rto_pending = true;

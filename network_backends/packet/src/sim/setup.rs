@@ -87,6 +87,46 @@ impl Simulation {
                 bytes: f.bytes,
             })
             .collect();
+        // A timeout shorter than the round trip presumes every packet lost before its ACK
+        // can return; late ACKs of "lost" packets count nothing, so no flow would finish.
+        // Over the longest path the flows take (the fabric's, when flows come later).
+        let longest = specs
+            .iter()
+            .filter(|f| f.src != f.dst)
+            .map(|f| topo.hops_between(f.src, f.dst))
+            .max()
+            .unwrap_or(topo.diameter_hops);
+        let base_rtt = timing.base_rtt(longest);
+        let rto = match limits.rto_us {
+            Some(us) => {
+                let rto = Dur((us * PS_PER_US as f64).round() as u64);
+                if rto <= base_rtt {
+                    return Err(config_err(
+                        "limits.rto_us",
+                        format!(
+                            "= {us} us is not longer than the unloaded round trip of a full packet \
+                             on the longest path of the traffic ({:.3} us): every packet would be \
+                             presumed lost before its ACK could be back",
+                            base_rtt.0 as f64 / PS_PER_US as f64
+                        ),
+                    ));
+                }
+                rto
+            }
+            // Nor should a packet be presumed lost while it may still wait in queues: at
+            // 1-10 Gbps draining one 800 KB buffer takes longer than the default, and with
+            // a timeout of one drain ECMP flows starved through 32 timeouts; two drains
+            // finished every run (docs/schemes/loss.md). Still 100 us from 200 Gbps up.
+            // Capped at the longest run allowed: it would never fire later, and event times
+            // must stay within the clock: the sum is computed saturating, then capped.
+            None => {
+                let drain = timing.rate.serialization(fab.switch.buffer_bytes);
+                Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
+                    .max(Dur(2 * base_rtt.0))
+                    .max(Dur(base_rtt.0.saturating_add(drain.0.saturating_mul(2))))
+                    .min(Dur((crate::config::MAX_TIME_MS * 1e9) as u64))
+            }
+        };
         let bdp_packets = timing.bdp_packets(topo.diameter_hops);
         let mut lb = lb::build(
             &scheme.lb,
@@ -95,6 +135,7 @@ impl Simulation {
                 flows: &infos,
                 seed: seed,
                 bdp_packets,
+                rto,
             },
             &scheme.lb_params,
         )?;
@@ -231,53 +272,13 @@ impl Simulation {
                 slot: 0,
                 started: false,
                 timeouts_in_a_row: 0,
-                timeout_round_end: Time::ZERO,
+                counted_timeout: None,
                 timeouts: 0,
                 retransmitted: 0,
                 cc_timer: None,
             })
             .collect();
         let n_ports = topo.ports.len();
-        // A timeout shorter than the round trip presumes every packet lost before its ACK
-        // can return; late ACKs of "lost" packets count nothing, so no flow would finish.
-        // Over the longest path the flows take (the fabric's, when flows come later).
-        let longest = specs
-            .iter()
-            .filter(|f| f.src != f.dst)
-            .map(|f| topo.hops_between(f.src, f.dst))
-            .max()
-            .unwrap_or(topo.diameter_hops);
-        let base_rtt = timing.base_rtt(longest);
-        let rto = match limits.rto_us {
-            Some(us) => {
-                let rto = Dur((us * PS_PER_US as f64).round() as u64);
-                if rto <= base_rtt {
-                    return Err(config_err(
-                        "limits.rto_us",
-                        format!(
-                            "= {us} us is not longer than the unloaded round trip of a full packet \
-                             on the longest path of the traffic ({:.3} us): every packet would be \
-                             presumed lost before its ACK could be back",
-                            base_rtt.0 as f64 / PS_PER_US as f64
-                        ),
-                    ));
-                }
-                rto
-            }
-            // Nor should a packet be presumed lost while it may still wait in queues: at
-            // 1-10 Gbps draining one 800 KB buffer takes longer than the default, and with
-            // a timeout of one drain ECMP flows starved through 32 timeouts; two drains
-            // finished every run (docs/schemes/loss.md). Still 100 us from 200 Gbps up.
-            // Capped at the longest run allowed: it would never fire later, and event times
-            // must stay within the clock: the sum is computed saturating, then capped.
-            None => {
-                let drain = timing.rate.serialization(fab.switch.buffer_bytes);
-                Dur((DEFAULT_RTO_US * PS_PER_US as f64).round() as u64)
-                    .max(Dur(2 * base_rtt.0))
-                    .max(Dur(base_rtt.0.saturating_add(drain.0.saturating_mul(2))))
-                    .min(Dur((crate::config::MAX_TIME_MS * 1e9) as u64))
-            }
-        };
         // A lazy NIC's owed decision is caught up by the arrival of the frame before it
         // at the far end, so that must not come before the NIC frees up (link delay >=
         // inter-frame gap); and a decision caught up that late must not arm a timer in
