@@ -256,12 +256,11 @@ def test_replicate_quick_runs_every_figure_and_prints_paper_vs_ours(tmp_path, mo
         table = pd.DataFrame(FIGURES[name].evaluate(StudyResults(tmp_path / f"{name}-quick")))
         assert len(table) == rows and all(np.isfinite(float(v.rstrip(" %"))) for v in table["ours"]), (name, table)
     # OFAN Fig. 3-5 under 1 % link failures, 10 seeds: host packet AR beats switch packet AR
-    # clearly on the permutation when routes never converge, the two are within 5 % once
-    # converged, and every scheme's CCT grows with the failure rate (G = 0).
+    # clearly (>= 1.1x) on both traffics when routes never converge, the two are within 5 %
+    # once converged, and every scheme's CCT grows with the failure rate (G = 0).
     fig3 = pd.DataFrame(FIGURES["ofan-fig3"].evaluate(StudyResults(tmp_path / "ofan-fig3-quick"))).set_index("quantity")
-    assert fig3.loc["permutation:size=1MiB, G = inf: switch_ar's CCT over reps' (x, 10 seeds)", "holds"] == "yes"
-    for t in ("permutation:size=1MiB", "all-to-all:size=64KiB"):
-        assert fig3.loc[f"{t}, G = 0: switch_ar's CCT over reps' (x, 10 seeds)", "holds"] == "yes"
+    orderings = fig3[fig3.index.str.contains("switch_ar's CCT over reps'")]
+    assert len(orderings) == 4 and (orderings["holds"] == "yes").all(), orderings
     fig5 = pd.DataFrame(FIGURES["ofan-fig5"].evaluate(StudyResults(tmp_path / "ofan-fig5-quick")))
     grows = fig5[fig5["paper"] == "grows with p"]
     assert len(grows) == 3 and (grows["holds"] == "yes").all(), grows
