@@ -128,7 +128,7 @@ def test_reps_pays_one_timeout_per_flow_through_a_dead_link():
     explores entropies for its first round trip only (Ethereal §4.2), so the 16 flows from or
     into leaf 0 lose some exploration packets; their resends take the flow's proven cached
     entropy, so each such flow pays exactly one timeout: fct in [rto, rto + the slowest
-    unaffected flow's fct]. (Exploring again on resends, as before, cost up to 4 timeouts.)"""
+    unaffected flow's fct]."""
     fail = {"links": [{"nodes": [64, 72], "down_at_us": 5}], "detection_us": 100000}
     src = list(range(64))
     traffic = {"kind": "flows", "src": src, "dst": [h ^ 8 for h in src], "bytes": [8 << 20] * 64,

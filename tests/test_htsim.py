@@ -172,3 +172,10 @@ def test_flags_follow_the_fabric_and_name_what_does_not_carry_over():
     assert (flag("-tiers"), flag("-linkspeed"), flag("-hop_latency"), flag("-q"), flag("-seed")) == ("2", "400000", "0.25", "10", "7")
     assert "-ecn" not in args and "-load_balancing_algo" not in args
     assert any("htsim_uec always marks ECN" in n for n in notes) and any(n.startswith("lb plb") for n in notes)
+
+
+def test_an_oversubscribed_fat_tree_is_named_as_not_carried_over():
+    full = uec_flags(build_config("fat-tree:k=8", None), "x.cm")
+    over = uec_flags(build_config("fat-tree:k=8,oversubscription=4", None), "x.cm")
+    assert over[0] == full[0] and ("-nodes", "128") == tuple(over[0][over[0].index("-nodes"):][:2])
+    assert [n for n in over[1] if n not in full[1]] == ["oversubscription 4: not carried over (these flags build a full-bisection tree)"]

@@ -107,4 +107,6 @@ def uec_flags(config: dict[str, Any], tm: str) -> tuple[list[str], list[str]]:
     args += ["-disable_trim", "-seed", str(config.get("seed", 0)), "-end", "0"]  # 0: until the last event
     if topo["kind"] != "fat_tree":
         notes.append("leaf-spine: htsim_uec's 2-tier fat tree derives its switch counts from -nodes")
+    elif topo.get("oversubscription", 1) != 1:
+        notes.append(f"oversubscription {topo['oversubscription']}: not carried over (these flags build a full-bisection tree)")
     return args, notes

@@ -264,11 +264,12 @@ pub fn reduced_weights(raw: &[u64]) -> Vec<u32> {
     };
     let g = raw.iter().fold(0, |a, &w| gcd(a, w)).max(1);
     let mut w: Vec<u64> = raw.iter().map(|&x| (x / g).max(1)).collect();
-    let total: u64 = w.iter().sum();
-    if total > MAX_SCHEDULE {
-        let scale = MAX_SCHEDULE as f64 / total as f64;
+    // Scaled down (each weight floored, at least 1) until the schedule fits; a group has far
+    // fewer than MAX_SCHEDULE ports, so the ones cannot overflow it.
+    while w.iter().sum::<u64>() > MAX_SCHEDULE {
+        let scale = MAX_SCHEDULE as f64 / w.iter().sum::<u64>() as f64;
         w.iter_mut()
-            .for_each(|x| *x = ((*x as f64 * scale).round() as u64).max(1));
+            .for_each(|x| *x = ((*x as f64 * scale) as u64).max(1));
         let g = w.iter().fold(0, |a, &x| gcd(a, x)).max(1);
         w.iter_mut().for_each(|x| *x /= g);
     }
@@ -442,13 +443,19 @@ mod tests {
             iwrr_schedule(&[3, 2, 4, 1], &[2, 2, 1, 2]),
             vec![3, 2, 4, 1, 3, 2, 1]
         );
-        // Coprime counts past the cap keep their ratio to within rounding.
+        // Coprime counts past the cap keep their ratio to within rounding and fit, however
+        // many small weights round up to 1.
         let w = reduced_weights(&[3000, 1001]);
         assert!(w.iter().sum::<u32>() as u64 <= MAX_SCHEDULE);
         assert!(
             (w[0] as f64 / w[1] as f64 - 3000.0 / 1001.0).abs() < 0.01,
             "{w:?}"
         );
+        let mut many = vec![1_000_003u64];
+        many.extend(std::iter::repeat_n(1u64, 200));
+        let w = reduced_weights(&many);
+        assert!(w.iter().sum::<u32>() as u64 <= MAX_SCHEDULE);
+        assert!(w[0] > 500 && w[1..].iter().all(|&x| x == 1), "{w:?}");
     }
 
     /// Shortest paths from `u` to `dst` over up links, counted on an independent BFS.

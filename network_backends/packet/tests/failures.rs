@@ -198,11 +198,9 @@ fn converged_w_ecmp_weights_spread_traffic_evenly_over_the_paths_left() {
 fn each_lost_frame_is_resent_one_timeout_after_its_own_send() {
     // The outage above (data out and ACKs back over the link, 5-10 us), recovered by
     // timeouts alone (SACK's threshold out of reach). Each packet has its own timer
-    // (`limits.rto_per_packet`): the
-    // last loss (a frame sent at 10 us) is resent at 10 + 20 us, and the flow ends within
-    // the time to resend the losses in a row after that, long before the first loss's
-    // timer (about 5 us) plus two timeouts, when a timer re-armed a whole timeout after
-    // firing would find the later losses.
+    // (`limits.rto_per_packet`): the last loss (a frame sent at 10 us) is resent at
+    // 10 + 20 us, and the flow ends within the time to resend the losses in a row after
+    // that, before the first loss's timer (about 5 us) plus two timeouts.
     let cfg = json!({"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1},
         "scheme": {"loss": "sack", "loss_params": {"threshold": 1_000_000}},
         "limits": {"rto_us": 20.0, "rto_per_packet": true},

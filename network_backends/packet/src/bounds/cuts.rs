@@ -1,9 +1,11 @@
-//! Cut bounds: every frame between the hosts below a switch (an edge or leaf switch) or
-//! inside a pod and the rest of the fabric crosses that group's links to the tier above.
-//! Those links serialize them at best in parallel, so the last one leaves no sooner than
-//! the earliest such flow's start plus the group's frame time over its link count, and
-//! still crosses the link. Binding where the fabric is oversubscribed; links count at their
-//! nominal rate, so a failed or degraded one only makes the bound looser.
+//! Cut bounds: every data packet between the hosts below a switch (an edge or leaf switch)
+//! or inside a pod and the rest of the fabric crosses that group's links to the tier above
+//! in at least one full frame (ACKs are left out: one may be dropped, or still be on its
+//! way when a later one completes its flow). Those links serialize the frames at best in
+//! parallel, so the last one leaves no sooner than the earliest such flow's start plus the
+//! frames' time over the link count, and still crosses the link. Binding where the fabric
+//! is oversubscribed; links count at their nominal rate, so a failed or degraded one only
+//! makes the bound looser.
 
 use crate::timing::FrameTiming;
 use crate::topology::Topology;
@@ -64,17 +66,13 @@ pub fn cut_bound(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
     for f in flows.iter().filter(|f| f.src != f.dst) {
         let (n, last_payload) = t.packets(f.bytes);
         let data = (n - 1) * (t.data(t.payload).0 + t.gap.0) + t.data(last_payload).0 + t.gap.0;
-        let acks = n * (t.ack.0 + t.gap.0);
         let (se, de) = (
             topo.host_edge[f.src as usize],
             topo.host_edge[f.dst as usize],
         );
         let mut cross = |a: usize, b: usize| {
-            // Data leaves cut a and enters b; the ACKs go the other way.
             up[a].add(data, f.start.0);
             down[b].add(data, f.start.0);
-            up[b].add(acks, f.start.0);
-            down[a].add(acks, f.start.0);
         };
         if se != de {
             cross(se as usize, de as usize);

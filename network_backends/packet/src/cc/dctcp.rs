@@ -142,12 +142,7 @@ impl CongestionControl for Dctcp {
         if !self.timeout_halves {
             return;
         }
-        // At most one cut per window of data, as for marks: per-packet timers fire once
-        // per lost packet.
         let f = &mut self.flows[flow as usize];
-        if f.cut_guard > 0 {
-            return;
-        }
         f.window = (f.window / 2).max(self.min_window);
         (f.cut_guard, f.growth) = (f.window, 0);
     }

@@ -87,8 +87,15 @@ pub trait CongestionControl: Send {
         None
     }
 
-    /// The flow's retransmission timer fired and declared packets lost.
+    /// The flow's retransmission timer fired and declared packets lost. Under per-packet
+    /// timers the expiries within one timeout of the last reported one are the same loss
+    /// event and come here only if `reacts_to_every_expiry`.
     fn on_timeout(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}
+
+    /// Whether every per-packet timer expiry is a reaction of its own, as every trim is.
+    fn reacts_to_every_expiry(&self) -> bool {
+        false
+    }
 
     /// A timer the scheme armed for `flow` is due.
     fn on_timer(&mut self, _flow: FlowId, _now: Time, _timers: &mut CcTimers) {}

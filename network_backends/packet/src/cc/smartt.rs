@@ -282,6 +282,12 @@ impl CongestionControl for Smartt {
         self.clamp(f);
     }
 
+    /// QuickAdapt takes each timeout as it takes each trim (the authors' transport times
+    /// out per packet).
+    fn reacts_to_every_expiry(&self) -> bool {
+        true
+    }
+
     fn on_timeout(&mut self, flow: FlowId, now: Time, _timers: &mut CcTimers) {
         // The timeout declared what was in flight lost: nothing of it will come back to ignore.
         let fl = &mut self.flows[flow as usize];

@@ -86,18 +86,16 @@ fn timely_queue() -> (f64, f64, f64, f64, f64) {
 
 #[test]
 fn timely_queue_rises_to_t_low_minus_the_base_rtt_then_drains() {
-    let (peak, mean, utilization, want, base) = timely_queue();
+    let (peak, mean, utilization, want, _base) = timely_queue();
     eprintln!("timely: queue peaks at {peak:.2} us, then mean {mean:.2} us at utilization {utilization:.3}; T_low - base RTT = {want:.2} us");
     assert!(
         (peak / want - 1.0).abs() <= 0.2,
         "queue peaks at {peak:.2} us, want {want:.2} us"
     );
     // No standing queue: the gradient loop's gain β·RTT/min_rtt at RTT = T_low is
-    // 0.8 × 50/8.7 = 4.6, above the π/2 a delayed integrator needs to be stable, so the
-    // first cut overshoots, the queue drains and the link idles while δ per completion
-    // refills the rate (`cc::timely`).
-    let gain = 0.8 * 50.0 / base;
-    assert!(gain > std::f64::consts::FRAC_PI_2, "{gain}");
+    // 0.8 × 50/base (4.6 here), above the π/2 a delayed integrator needs to be stable, so
+    // the first cut overshoots, the queue drains and the link idles while δ per
+    // completion refills the rate (`cc::timely`).
     assert!(
         mean < 0.1 * want && utilization < 0.9,
         "mean {mean:.2} us at utilization {utilization:.3}"

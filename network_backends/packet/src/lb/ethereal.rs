@@ -36,6 +36,9 @@ pub struct Ethereal {
     paths: Vec<Vec<u32>>,
     /// Per flow and subflow: when a reply last echoed the subflow's path (or it was moved).
     last_ack: Vec<Vec<Time>>,
+    /// Per flow and subflow: when it last sent a packet. A subflow that sent nothing since
+    /// its last acknowledgement awaits nothing: it is idle, never dead.
+    last_send: Vec<Vec<Time>>,
     /// Per flow: its source host and number of paths to its destination.
     src_and_paths: Vec<(u32, u32)>,
     /// Per flow: whether its first packet has been sent (its paths were checked then).
@@ -108,13 +111,15 @@ pub fn build(init: &LbInit, params: &Params) -> SimResult<Box<dyn LoadBalancer>>
         .iter()
         .map(|f| (f.src, routes.paths_between(f.src, f.dst)))
         .collect();
-    let last_ack = paths.iter().map(|p| vec![Time::ZERO; p.len()]).collect();
+    let last_ack: Vec<Vec<Time>> = paths.iter().map(|p| vec![Time::ZERO; p.len()]).collect();
+    let last_send = last_ack.clone();
     Ok(Box::new(Ethereal {
         routes,
         started: vec![false; paths.len()],
         moved_at: vec![None; paths.len()],
         paths,
         last_ack,
+        last_send,
         src_and_paths,
         extra_flows,
         jitter_ps: (jitter_ns * 1e3).round() as u64,
@@ -153,6 +158,7 @@ impl Ethereal {
         // A subflow's silence counts from the flow's start.
         let n = self.paths[flow as usize].len();
         self.last_ack[flow as usize] = vec![now; n];
+        self.last_send[flow as usize] = vec![now; n];
     }
 }
 
@@ -167,7 +173,9 @@ impl LoadBalancer for Ethereal {
             self.avoid_bad_paths(flow, now);
         }
         let p = &self.paths[flow as usize];
-        p[seq as usize % p.len()]
+        let slot = seq as usize % p.len();
+        self.last_send[flow as usize][slot] = now;
+        p[slot]
     }
 
     fn on_feedback(&mut self, fb: &Feedback) {
@@ -185,16 +193,24 @@ impl LoadBalancer for Ethereal {
 
     fn on_timeout(&mut self, flow: FlowId, now: Time) {
         let (src, s) = self.src_and_paths[flow as usize];
-        let acked = &self.last_ack[flow as usize];
-        let mut dead: Vec<usize> = (0..acked.len())
+        let (acked, sent) = (
+            &self.last_ack[flow as usize],
+            &self.last_send[flow as usize],
+        );
+        let waiting: Vec<usize> = (0..acked.len()).filter(|&i| sent[i] > acked[i]).collect();
+        let mut dead: Vec<usize> = (waiting.iter().copied())
             .filter(|&i| acked[i] + self.rto <= now)
             .collect();
         if dead.is_empty() {
             if self.moved_at[flow as usize].is_some_and(|t| t + self.rto > now) {
                 return;
             }
-            let stalest = *acked.iter().min().expect("a flow has a subflow");
-            dead = (0..acked.len()).filter(|&i| acked[i] == stalest).collect();
+            let Some(stalest) = waiting.iter().map(|&i| acked[i]).min() else {
+                return; // nothing awaited: the expiry is about a packet no subflow still owes
+            };
+            dead = (waiting.into_iter())
+                .filter(|&i| acked[i] == stalest)
+                .collect();
         }
         for &i in &dead {
             self.bad

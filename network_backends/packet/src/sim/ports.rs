@@ -171,7 +171,8 @@ impl Simulation {
                 self.topo.group_ports(group)[0]
             } else {
                 if self.lb_reads_queues {
-                    for i in 0..n {
+                    // The schedule's first round lists each port once.
+                    for i in 0..self.topo.groups[group as usize].len() {
                         let c = self.topo.group_ports(group)[i] as usize;
                         self.catch_up(c, self.now);
                     }

@@ -193,14 +193,10 @@ impl Simulation {
             let lost = self.loss.on_timeout(f, self.now, self.rto);
             self.set_blocked(f, false);
             self.lb.on_timeout(f, self.now);
-            // Every firing reaches the CC, as every trim's NACK does (a CC that reacts once per
-            // window guards itself). Per-packet timers (the loss scheme's own, `rto`, or
-            // `limits.rto_per_packet`) expiring within one timeout of the last counted expiry
-            // are one loss event for `limits.max_timeouts`.
-            self.cc.on_timeout(f, self.now, &mut self.cc_timers);
-            if !self.cc_timers.is_empty() {
-                self.apply_cc_timers();
-            }
+            // Per-packet timers (the loss scheme's own, `rto`, or `limits.rto_per_packet`)
+            // expiring within one timeout of the last counted expiry are one loss event: the
+            // CC reacts once (unless it reacts to every expiry) and `limits.max_timeouts`
+            // counts once.
             let per_packet = self.limits.rto_per_packet || self.loss.per_packet_timers();
             let flow = &mut self.flows[f as usize];
             let new_event = !per_packet
@@ -211,6 +207,12 @@ impl Simulation {
             if new_event {
                 flow.timeouts_in_a_row += 1;
                 flow.counted_timeout = Some(self.now);
+            }
+            if new_event || self.cc.reacts_to_every_expiry() {
+                self.cc.on_timeout(f, self.now, &mut self.cc_timers);
+                if !self.cc_timers.is_empty() {
+                    self.apply_cc_timers();
+                }
             }
             let flow = &mut self.flows[f as usize];
             self.hot[f as usize].timed_out = true;
