@@ -10,6 +10,7 @@ and each scenario samples every phase of the run. Usage:
     python benchmarks/run_benchmarks.py [--only a,b] [--lb host_spray,reps] [--repeat 3]
                                         [--cc dctcp] [--cc-param rho=0.9] [--loss trim]
                                         [--loss-param threshold=1000000] [--qdisc pfc]
+                                        [--failures '{"probability": 0.01, "convergence_us": 0}']
 
 Old vs new: run it twice on the same machine, once with PYTHONPATH pointing at a folder
 `tracefabric/` that holds only the old build's `_core*.so` (the child imports nothing else).
@@ -45,12 +46,13 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "hops": r["data_pack
 
 
 def run(topology: dict, traffic: dict, lb: str, cc: str = "ideal", cc_params: dict | None = None, seed: int = 1,
-        env: dict | None = None, loss: str = "erasure", loss_params: dict | None = None, qdisc: str = "red") -> dict:
+        env: dict | None = None, loss: str = "erasure", loss_params: dict | None = None, qdisc: str = "red",
+        failures: dict | None = None) -> dict:
     scheme = {"lb": lb, **({"cc": cc} if cc != "ideal" else {}), **({"cc_params": cc_params} if cc_params else {}),
               **({"loss": loss} if loss != "erasure" else {}), **({"loss_params": loss_params} if loss_params else {}),
               **({"qdisc": qdisc} if qdisc != "red" else {})}
     cfg = {"topology": topology, "traffic": traffic, "link": {"rate_gbps": 800, "latency_ns": 1000},
-           "scheme": scheme, "seed": seed}
+           "scheme": scheme, "seed": seed, **({"failures": failures} if failures else {})}
     out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(cfg), capture_output=True, text=True, check=True,
                          env=env)
     return json.loads(out.stdout)
@@ -67,10 +69,13 @@ def main() -> None:
     ap.add_argument("--loss-param", action="append", default=[], metavar="K=V",
                     help="a loss-recovery parameter (number), e.g. threshold=1000000; repeatable")
     ap.add_argument("--qdisc", default="red", help="queue discipline (pfc: lossless)")
+    ap.add_argument("--failures", default=None, metavar="JSON",
+                    help='link failures, as the engine\'s failures section, e.g. \'{"probability": 0.01, "convergence_us": 0}\'')
     ap.add_argument("--repeat", type=int, default=3, help="rounds (each runs every scenario once); per scenario the run with the least CPU time is shown")
     args = ap.parse_args()
     cc_params = {k: float(v) for k, v in (p.split("=", 1) for p in args.cc_param)}
     loss_params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.loss_param)}
+    failures = json.loads(args.failures) if args.failures else None
     cases = [(key, lb) for key in args.only.split(",") for lb in args.lb.split(",")]
     runs: dict[tuple[str, str], list[dict]] = {case: [] for case in cases}
     rounds = max(1, args.repeat)
@@ -78,9 +83,10 @@ def main() -> None:
         for key, lb in cases:
             _, topo, traffic = SCENARIOS[key]
             runs[key, lb].append(run(topo, traffic, lb, args.cc, cc_params, loss=args.loss, loss_params=loss_params,
-                                     qdisc=args.qdisc))
+                                     qdisc=args.qdisc, failures=failures))
         print(f"round {i + 1}/{rounds} done", file=sys.stderr, flush=True)
-    print(f"cc = {args.cc} {cc_params or ''}, loss = {args.loss} {loss_params or ''}, qdisc = {args.qdisc}")
+    print(f"cc = {args.cc} {cc_params or ''}, loss = {args.loss} {loss_params or ''}, qdisc = {args.qdisc}"
+          + (f", failures = {json.dumps(failures)}" if failures else ""))
     print("| scenario | lb | wall s | CPU s | median CPU s | peak RSS MiB | data pkt-hops | M pkt-hops/CPU-s | M events/CPU-s | CCT us | over bound |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key, lb in cases:
