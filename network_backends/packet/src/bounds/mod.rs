@@ -193,11 +193,6 @@ pub fn cct_lower_bound(
     bound.max(cuts::cut_bound(topo, flows, t))
 }
 
-#[cfg(test)]
-fn cut_bound_for_tests(topo: &Topology, flows: &[FlowSpec], t: &FrameTiming) -> Time {
-    cuts::cut_bound(topo, flows, t)
-}
-
 /// How long after W - gap a host's flows end, at least, where W is all its NIC must send
 /// (from its first start). The data frame that completes its last message leaves the NIC
 /// no sooner than W - gap minus the ACKs still owed then, and must still make a round trip

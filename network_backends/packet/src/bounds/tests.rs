@@ -132,7 +132,7 @@ fn a_pod_behind_oversubscribed_uplinks_is_bounded_by_them() {
         .collect();
     let per_flow = 244 * (41_580 + 200) + (576 + 62) * 10 + 200;
     let want = 4 * per_flow / 2 - 200 + 500_000;
-    assert_eq!(cut_bound_for_tests(&topo, &flows, &t), Time(want));
+    assert_eq!(super::cuts::cut_bound(&topo, &flows, &t), Time(want));
     assert_eq!(cct_lower_bound(&topo, &flows, None, &t), Time(want));
     // Full bisection: the same flows are bounded by one flow's own FCT (~10.2 us of frames
     // and six links each way), not by the pod's four uplinks.
