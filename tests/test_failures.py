@@ -43,6 +43,11 @@ def test_the_worked_rho_max_example_and_a_converged_failure_set():
     assert r.summary["frames_blackholed"] == 0 and r.summary["reroutes"] == 2
     assert (r.links["down_ps"] > 0).sum() == 2
     assert simulate("fat-tree:k=8", "all-to-all:size=4KiB", lb="host_spray").summary["rho_max"] == 1.0
+    # The bound takes routes converged around every link that fails, whatever G: a run that
+    # ends converged lends its routes, one that never converges gets them recomputed.
+    never = {"links": [{"nodes": [160, 192]}], "detection_us": 1}
+    r2 = simulate("fat-tree:k=8", "all-to-all:size=4KiB", lb="host_spray", failures=never)
+    assert r2.summary["rho_max"] == r.summary["rho_max"] and r2.summary["reroutes"] == 1
 
 
 def test_the_cli_takes_failures():

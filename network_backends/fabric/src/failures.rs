@@ -166,8 +166,13 @@ impl FailurePlan {
                 }
             }
         }
-        // Stable: a link's own changes keep their order at equal times.
-        plan.changes.sort_by_key(|c| c.0);
+        // Stable: a link's own changes keep their order at equal times. Convergences go
+        // last at their time and count once there: routes recomputed over every change of
+        // that moment are the same as recomputed after each.
+        plan.changes
+            .sort_by_key(|&(t, c)| (t, c == Change::Converge));
+        plan.changes
+            .dedup_by(|b, a| a.0 == b.0 && a.1 == Change::Converge && b.1 == Change::Converge);
         Ok(plan)
     }
 }
@@ -205,15 +210,27 @@ mod tests {
                 .iter()
                 .all(|&port| t.ports[port as usize].owner >= t.n_hosts
                     && t.ports[port as usize].peer >= t.n_hosts));
-            // Down at 0, detected at 2 us, converged at 10 us, in time order.
+            // Down at 0, detected at 2 us, converged at 10 us (once for all), in time order.
             let n = p.failed.len();
             assert_eq!(p.changes.iter().filter(|c| c.0 == 0).count(), n);
             assert_eq!(p.changes.iter().filter(|c| c.0 == 2_000_000).count(), n);
-            assert_eq!(p.changes.iter().filter(|c| c.0 == 10_000_000).count(), n);
+            let converged: Vec<_> = p.changes.iter().filter(|c| c.0 == 10_000_000).collect();
+            assert_eq!(converged, [&(10_000_000, Change::Converge)][..n.min(1)]);
             assert!(p.changes.windows(2).all(|w| w[0].0 <= w[1].0));
             total += n;
             assert_eq!(plan(cfg.clone(), seed).unwrap().failed, p.failed);
         }
+        // G = 0: one convergence, after every link that fails at 0 has gone down.
+        let p = plan(
+            serde_json::json!({"probability": 0.1, "convergence_us": 0.0}),
+            3,
+        )
+        .unwrap();
+        let n = p.failed.len();
+        assert!(n > 1 && p.changes.len() == 2 * n + 1);
+        assert!(p.changes.iter().all(|c| c.0 == 0));
+        let converged = p.changes.iter().position(|c| c.1 == Change::Converge);
+        assert_eq!(converged, Some(2 * n));
         // Binomial(10,240, 0.1): mean 1,024, sd 30.
         assert!((900..1150).contains(&total), "{total}");
         assert_ne!(

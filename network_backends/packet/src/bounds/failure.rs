@@ -6,84 +6,104 @@
 
 use crate::topology::{NodeId, PortId, Topology, NO_GROUP};
 use crate::traffic::FlowSpec;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Flow units on every port when each flow splits evenly over its shortest paths.
 pub fn flow_units(topo: &Topology, flows: &[FlowSpec]) -> Vec<f64> {
     let mut units = vec![0.0; topo.ports.len()];
-    let mut pairs: BTreeMap<(NodeId, NodeId), f64> = BTreeMap::new();
+    // Flow units entering the fabric at each source edge switch, per destination edge.
+    let mut demand: BTreeMap<NodeId, BTreeMap<NodeId, f64>> = BTreeMap::new();
     for f in flows.iter().filter(|f| f.src != f.dst) {
         units[topo.host_port[f.src as usize] as usize] += 1.0;
         units[topo.host_down_port[f.dst as usize] as usize] += 1.0;
-        let edges = (
+        let (src, dst) = (
             topo.host_edge[f.src as usize],
             topo.host_edge[f.dst as usize],
         );
-        if edges.0 != edges.1 {
-            *pairs.entry(edges).or_default() += 1.0;
+        if src != dst {
+            *demand.entry(dst).or_default().entry(src).or_default() += 1.0;
         }
     }
-    let mut paths: HashMap<(NodeId, NodeId), f64> = HashMap::new();
-    for (&(src, dst), &n) in &pairs {
-        spread(topo, src, dst, n, &mut units, &mut paths);
+    let n = topo.node_ports.len();
+    let mut paths = vec![0.0; n];
+    let mut amount = vec![0.0; n];
+    let mut seen = vec![false; n];
+    for (&dst, sources) in &demand {
+        let order = towards(topo, dst, sources.keys().copied(), &mut paths, &mut seen);
+        for (&src, &a) in sources {
+            amount[src as usize] += a;
+        }
+        // Reverse post-order: every switch before its next hops, so each passes on all it
+        // receives, split by the shortest paths behind each next hop.
+        for &u in order.iter().rev() {
+            let a = std::mem::take(&mut amount[u as usize]);
+            let total = paths[u as usize];
+            if u == dst || a == 0.0 || total == 0.0 {
+                continue;
+            }
+            for &p in &topo.groups[topo.group_towards(u, dst) as usize] {
+                let v = topo.ports[p as usize].peer as usize;
+                let share = a * paths[v] / total;
+                units[p as usize] += share;
+                amount[v] += share;
+            }
+        }
+        for &u in &order {
+            seen[u as usize] = false;
+        }
     }
     units
 }
 
-/// Shortest paths from switch `u` to edge switch `dst` (0 without a route).
-fn path_count(
+/// The switches on shortest paths from `sources` to edge switch `dst`, in DFS post-order
+/// (each after its next hops), with `paths[u]` set to u's number of shortest paths to
+/// `dst` (0 without a route). Next hops lie one step closer, so the walk is acyclic.
+fn towards(
     topo: &Topology,
-    u: NodeId,
     dst: NodeId,
-    memo: &mut HashMap<(NodeId, NodeId), f64>,
-) -> f64 {
-    if u == dst {
-        return 1.0;
-    }
-    if let Some(&c) = memo.get(&(u, dst)) {
-        return c;
-    }
-    let g = topo.group_towards(u, dst);
-    let c = if g == NO_GROUP {
-        0.0
-    } else {
-        let next: Vec<NodeId> = topo.groups[g as usize]
-            .iter()
-            .map(|&p| topo.ports[p as usize].peer)
-            .collect();
-        next.into_iter()
-            .map(|v| path_count(topo, v, dst, memo))
-            .sum()
+    sources: impl Iterator<Item = NodeId>,
+    paths: &mut [f64],
+    seen: &mut [bool],
+) -> Vec<NodeId> {
+    let next_hops = |u: NodeId| -> &[PortId] {
+        match topo.group_towards(u, dst) {
+            _ if u == dst => &[],
+            NO_GROUP => &[],
+            g => &topo.groups[g as usize],
+        }
     };
-    memo.insert((u, dst), c);
-    c
-}
-
-/// Sends `amount` flow units from switch `u` towards `dst`, each next hop taking its share
-/// of the paths.
-fn spread(
-    topo: &Topology,
-    u: NodeId,
-    dst: NodeId,
-    amount: f64,
-    units: &mut [f64],
-    memo: &mut HashMap<(NodeId, NodeId), f64>,
-) {
-    if u == dst {
-        return;
+    let mut order = Vec::new();
+    let mut stack: Vec<(NodeId, usize)> = Vec::new();
+    for s in sources {
+        if seen[s as usize] {
+            continue;
+        }
+        seen[s as usize] = true;
+        stack.push((s, 0));
+        while let Some(top) = stack.last_mut() {
+            let u = top.0;
+            let hops = next_hops(u);
+            if let Some(&p) = hops.get(top.1) {
+                top.1 += 1;
+                let v = topo.ports[p as usize].peer;
+                if !seen[v as usize] {
+                    seen[v as usize] = true;
+                    stack.push((v, 0));
+                }
+                continue;
+            }
+            paths[u as usize] = if u == dst {
+                1.0
+            } else {
+                hops.iter()
+                    .map(|&p| paths[topo.ports[p as usize].peer as usize])
+                    .sum()
+            };
+            order.push(u);
+            stack.pop();
+        }
     }
-    let total = path_count(topo, u, dst, memo);
-    let g = topo.group_towards(u, dst);
-    if g == NO_GROUP || total == 0.0 {
-        return;
-    }
-    let ports: Vec<PortId> = topo.groups[g as usize].clone();
-    for p in ports {
-        let v = topo.ports[p as usize].peer;
-        let share = amount * path_count(topo, v, dst, memo) / total;
-        units[p as usize] += share;
-        spread(topo, v, dst, share, units, memo);
-    }
+    order
 }
 
 /// F_host / F (see the module's note); 1 when no flow crosses the fabric.

@@ -24,6 +24,8 @@ pub(super) struct FailureState {
     pub(super) reroutes: u64,
     /// One port of every link that fails during the run.
     pub(super) failed: Vec<u32>,
+    /// The routes are globally converged over the links' current states.
+    pub(super) converged: bool,
 }
 
 impl Simulation {
@@ -47,6 +49,12 @@ impl Simulation {
         if self.failures.failed.is_empty() {
             return 1.0;
         }
+        let flows: Vec<FlowSpec> = self.flows.iter().map(|f| f.spec).collect();
+        let all_down = (self.failures.failed.iter()).all(|&p| self.ports[p as usize].down);
+        if self.failures.converged && all_down {
+            // The run ended converged around exactly these links (no other link fails).
+            return bounds::failure::rho_max(&self.topo, &flows);
+        }
         let mut topo = self.topo.clone();
         for &p in &self.failures.failed {
             let _ = topo.set_link_state(p, LinkState::Down);
@@ -54,7 +62,6 @@ impl Simulation {
         if topo.compute_routes().is_err() {
             return 0.0;
         }
-        let flows: Vec<FlowSpec> = self.flows.iter().map(|f| f.spec).collect();
         bounds::failure::rho_max(&topo, &flows)
     }
 
@@ -75,6 +82,7 @@ impl Simulation {
                         *self.failures.down_ps.entry(p).or_default() += (self.now - since).0;
                     }
                 }
+                self.failures.converged = false;
                 let state = if down { LinkState::Down } else { LinkState::Up };
                 // Host links were refused when the plan was built unless asked for.
                 let _ = self.topo.set_link_state(port, state);
@@ -104,6 +112,7 @@ impl Simulation {
                     changed |= self.topo.exclude_locally(node, p);
                 }
                 if changed {
+                    self.failures.converged = false;
                     self.routes_changed();
                 }
             }
@@ -114,6 +123,7 @@ impl Simulation {
                     self.error = Some(self.disconnected(message));
                     return;
                 }
+                self.failures.converged = true;
                 self.routes_changed();
             }
         }
