@@ -11,6 +11,7 @@ and each scenario samples every phase of the run. Usage:
                                         [--cc dctcp] [--cc-param rho=0.9] [--loss trim]
                                         [--loss-param threshold=1000000] [--qdisc pfc]
                                         [--failures '{"probability": 0.01, "convergence_us": 0}']
+                                        [--scheme smartt_reps]
 
 Old vs new: run it twice on the same machine, once with PYTHONPATH pointing at a folder
 `tracefabric/` that holds only the old build's `_core*.so` (the child imports nothing else).
@@ -19,6 +20,7 @@ Old vs new: run it twice on the same machine, once with PYTHONPATH pointing at a
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -45,14 +47,29 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "hops": r["data_pack
 """
 
 
+@functools.cache
+def resolve_preset(preset: str, lb: str) -> dict:
+    """The preset's schemes, parameters and switch settings with this LB, resolved in a
+    process of its own: a child forked from a parent that imported the package would start
+    with the parent's peak RSS, which survives exec."""
+    code = ("import json, sys; from tracefabric.network_backends.packet import build_config; "
+            "print(json.dumps(build_config(scheme=sys.argv[1], lb=sys.argv[2], traffic=None)))")
+    out = subprocess.run([sys.executable, "-c", code, preset, lb], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def run(topology: dict, traffic: dict, lb: str, cc: str = "ideal", cc_params: dict | None = None, seed: int = 1,
         env: dict | None = None, loss: str = "erasure", loss_params: dict | None = None, qdisc: str = "red",
-        failures: dict | None = None) -> dict:
-    scheme = {"lb": lb, **({"cc": cc} if cc != "ideal" else {}), **({"cc_params": cc_params} if cc_params else {}),
-              **({"loss": loss} if loss != "erasure" else {}), **({"loss_params": loss_params} if loss_params else {}),
-              **({"qdisc": qdisc} if qdisc != "red" else {})}
+        failures: dict | None = None, preset: str | None = None) -> dict:
     cfg = {"topology": topology, "traffic": traffic, "link": {"rate_gbps": 800, "latency_ns": 1000},
-           "scheme": scheme, "seed": seed, **({"failures": failures} if failures else {})}
+           "seed": seed, **({"failures": failures} if failures else {})}
+    if preset:
+        resolved = resolve_preset(preset, lb)
+        cfg.update(scheme=resolved["scheme"], **{k: resolved[k] for k in ("switch", "limits") if k in resolved})
+    else:
+        cfg["scheme"] = {"lb": lb, **({"cc": cc} if cc != "ideal" else {}), **({"cc_params": cc_params} if cc_params else {}),
+                         **({"loss": loss} if loss != "erasure" else {}), **({"loss_params": loss_params} if loss_params else {}),
+                         **({"qdisc": qdisc} if qdisc != "red" else {})}
     out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(cfg), capture_output=True, text=True, check=True,
                          env=env)
     return json.loads(out.stdout)
@@ -69,6 +86,9 @@ def main() -> None:
     ap.add_argument("--loss-param", action="append", default=[], metavar="K=V",
                     help="a loss-recovery parameter (number), e.g. threshold=1000000; repeatable")
     ap.add_argument("--qdisc", default="red", help="queue discipline (pfc: lossless)")
+    ap.add_argument("--scheme", default=None, metavar="PRESET",
+                    help="a scheme preset (e.g. smartt_reps): its CC, loss recovery, parameters and switch settings, "
+                         "with each --lb; --cc/--loss/--qdisc and their parameters are then not allowed")
     ap.add_argument("--failures", default=None, metavar="JSON",
                     help='link failures, as the engine\'s failures section, e.g. \'{"probability": 0.01, "convergence_us": 0}\'')
     ap.add_argument("--repeat", type=int, default=3, help="rounds (each runs every scenario once); per scenario the run with the least CPU time is shown")
@@ -76,6 +96,8 @@ def main() -> None:
     cc_params = {k: float(v) for k, v in (p.split("=", 1) for p in args.cc_param)}
     loss_params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.loss_param)}
     failures = json.loads(args.failures) if args.failures else None
+    if args.scheme and (args.cc != "ideal" or args.loss != "erasure" or args.qdisc != "red" or cc_params or loss_params):
+        ap.error("--scheme sets the CC, loss recovery and queue discipline: drop --cc/--loss/--qdisc and their parameters")
     cases = [(key, lb) for key in args.only.split(",") for lb in args.lb.split(",")]
     runs: dict[tuple[str, str], list[dict]] = {case: [] for case in cases}
     rounds = max(1, args.repeat)
@@ -83,9 +105,10 @@ def main() -> None:
         for key, lb in cases:
             _, topo, traffic = SCENARIOS[key]
             runs[key, lb].append(run(topo, traffic, lb, args.cc, cc_params, loss=args.loss, loss_params=loss_params,
-                                     qdisc=args.qdisc, failures=failures))
+                                     qdisc=args.qdisc, failures=failures, preset=args.scheme))
         print(f"round {i + 1}/{rounds} done", file=sys.stderr, flush=True)
-    print(f"cc = {args.cc} {cc_params or ''}, loss = {args.loss} {loss_params or ''}, qdisc = {args.qdisc}"
+    print((f"scheme = {args.scheme}" if args.scheme else
+           f"cc = {args.cc} {cc_params or ''}, loss = {args.loss} {loss_params or ''}, qdisc = {args.qdisc}")
           + (f", failures = {json.dumps(failures)}" if failures else ""))
     print("| scenario | lb | wall s | CPU s | median CPU s | peak RSS MiB | data pkt-hops | M pkt-hops/CPU-s | M events/CPU-s | CCT us | over bound |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
