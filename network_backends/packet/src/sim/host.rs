@@ -243,7 +243,7 @@ impl Simulation {
             p.flow(),
             seq,
             entropy,
-            p.echo(),
+            p.entropy(), // the data packet's own (its echo half may hold an INT slot)
             src,
             self.fabric.packet.ack_bytes as u16,
             flags | ACK,

@@ -20,7 +20,8 @@ pub(super) struct Packet {
     /// flow | seq << 32
     flow_seq: u64,
     /// entropy (the label switches route on: ECMP hash input or source-routed path id)
-    /// | echo << 32 (the data packet's entropy, echoed back to the sender by its ACK)
+    /// | echo << 32 (an ACK: its data packet's entropy, echoed back to the sender; a data
+    /// packet: its entropy again, or its INT tag, `int_tag`)
     entropy_echo: u64,
     /// dst (destination host, 24 bits: `topology::MAX_HOSTS`; for an ACK, the data sender)
     /// | flags << 24 (ACK, `transport::flags`) | gap << 32 (on a link: see `PortRt::wire`)
@@ -122,6 +123,22 @@ impl Packet {
     #[inline]
     pub(super) fn mark_ecn(&mut self) {
         self.dst_flags_gap |= (ECN as u64) << 24;
+    }
+    /// A data packet's echo half repeats its entropy (nothing rewrites a packet's entropy,
+    /// and replies echo `entropy()`), so with INT it holds entropy ^ (slot << 3 | hops) + 1
+    /// once the packet has a stack in `Simulation::int`: (slot, hops stamped), or None
+    /// before its first stamp.
+    #[inline]
+    pub(super) fn int_tag(&self) -> Option<(u32, u8)> {
+        debug_assert!(!self.is_ack());
+        let tag = (self.echo() ^ self.entropy()).checked_sub(1)?;
+        Some((tag >> 3, tag as u8 & 7))
+    }
+    pub(super) fn set_int_tag(&mut self, slot: u32, hops: u8) {
+        const _: () = assert!(crate::transport::INT_MAX_HOPS < 8);
+        assert!(slot < 1 << 29, "more than 2^29 INT stacks in flight");
+        let tag = self.entropy() ^ ((slot << 3 | hops as u32) + 1);
+        self.entropy_echo = self.entropy_echo as u32 as u64 | (tag as u64) << 32;
     }
     /// The data packet cut to its `header` bytes, flagged TRIMMED.
     pub(super) fn trimmed(mut self, header: u16) -> Packet {

@@ -46,7 +46,7 @@ impl Simulation {
             if self.int_on && !p.owner_is_host {
                 // (A departing frame has left its port's backlog: `queued` is what waits.)
                 let qlen = p.queued;
-                self.int_stamp(port, &pkt, at, qlen);
+                self.int_stamp(port, at, qlen);
             }
         }
     }

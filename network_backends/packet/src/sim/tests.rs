@@ -138,3 +138,43 @@ fn dctcp_sawtooth_matches_the_papers_steady_state() {
         assert!(utilization >= 0.95, "N = {n}: utilization {utilization:.4}");
     }
 }
+
+#[test]
+fn int_table_holds_at_most_the_packets_in_flight_and_empties() {
+    // HPCC over small buffers: drops of data and replies, timeouts, retransmissions, and
+    // replies for flows already done. Sampled every 200 ns, the INT table never holds
+    // more entries than there are packets in flight, and it is empty at the end.
+    let mut x = 11u64;
+    let (mut src, mut dst, mut bytes) = (vec![], vec![], vec![]);
+    let start = vec![0; 40];
+    for _ in 0..40 {
+        x = mix64(x);
+        let s = x % 16;
+        src.push(s);
+        dst.push((s + 1 + (x >> 8) % 15) % 16);
+        bytes.push(1 + (x >> 16) % 200_000);
+    }
+    for lb in ["host_spray", "reps"] {
+        let cfg = serde_json::json!({
+            "topology": {"kind": "fat_tree", "k": 4}, "switch": {"buffer_bytes": 20_000},
+            "scheme": {"lb": lb, "cc": "hpcc", "loss": "sack"}, "limits": {"rto_us": 20.0},
+            "traffic": {"kind": "flows", "src": src, "dst": dst, "bytes": bytes, "start_ps": start}})
+        .to_string();
+        let mut sim = Simulation::new(SimConfig::from_json(&cfg).unwrap()).unwrap();
+        assert!(sim.int_on);
+        sim.drive();
+        for f in 0..src.len() as u32 {
+            sim.start_flow(f, Time(0)).unwrap();
+        }
+        let mut until = Time(0);
+        while !sim.quiescent() {
+            assert!(until < Time(100_000_000_000), "{lb}: the run should end");
+            until = until + Dur(200_000);
+            while sim.next_completion(until).unwrap().is_some() {}
+            let held = sim.int.len();
+            assert!(held as u64 <= sim.live_packets, "{lb}: {held} entries");
+        }
+        assert!(sim.pkts_dropped > 0, "{lb}: the check should cover drops");
+        assert_eq!(sim.int.len(), 0, "{lb}: entries left after the run");
+    }
+}
