@@ -7,7 +7,7 @@
 use crate::error::{config_err, FabricResult};
 use crate::topology::{GroupId, NodeId, PortId, Topology, NO_GROUP};
 use crate::units::Rate;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// A link's state; both of its directions share it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,49 +54,68 @@ impl Topology {
     /// unable to reach another (the failures disconnect the fabric).
     pub fn compute_routes(&mut self) -> FabricResult<()> {
         let n = self.tier.len();
-        let n_hosts = self.n_hosts;
-        let n_edges = self.n_edges;
-        let edge_index = &self.edge_index;
-        let node_ports = &self.node_ports;
-        // BFS over switches from every edge switch; next hops are ports one step closer.
+        let n_hosts = self.n_hosts as usize;
+        let n_edges = self.n_edges as usize;
         // Hosts are numbered first; only switches have routing rows.
-        debug_assert!(self.tier[..n_hosts as usize].iter().all(|&t| t == 0));
-        debug_assert!(self.tier[n_hosts as usize..].iter().all(|&t| t != 0));
-        let mut route = vec![NO_GROUP; (n - n_hosts as usize) * n_edges as usize];
+        debug_assert!(self.tier[..n_hosts].iter().all(|&t| t == 0));
+        debug_assert!(self.tier[n_hosts..].iter().all(|&t| t != 0));
+        // Each switch's links to switches that are up, in port order: (its port, the peer).
+        // Every BFS below walks these instead of filtering all ports again.
+        let adj: Vec<Vec<(PortId, u32)>> = (0..n)
+            .map(|u| {
+                let ports = if u < n_hosts {
+                    &[][..]
+                } else {
+                    &self.node_ports[u][..]
+                };
+                (ports.iter())
+                    .map(|&p| (p, self.ports[p as usize].peer))
+                    .filter(|&(p, v)| self.up(p) && self.tier[v as usize] != 0)
+                    .collect()
+            })
+            .collect();
+        let mut route = vec![NO_GROUP; (n - n_hosts) * n_edges];
         let mut groups: Vec<Vec<PortId>> = Vec::new();
         let mut weights: Vec<Vec<u32>> = Vec::new();
         let mut group_ids: HashMap<(Vec<PortId>, Vec<u32>), GroupId> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
         // Shortest paths from each switch to the edge switch (saturating: only ratios matter).
         let mut paths = vec![0u64; n];
-        let mut order: Vec<u32> = Vec::with_capacity(n);
+        // BFS order (the queue itself): by distance, so every next hop comes before its user.
+        let mut order: Vec<u32> = Vec::with_capacity(n - n_hosts);
         let mut diameter = 2;
         // A switch's next hops are mostly the same towards one edge as towards the last
         // (all uplinks, say): compared in place, not hashed and allocated again.
         let mut last_group = vec![NO_GROUP; n];
-        let mut hops: Vec<PortId> = Vec::new();
-        for edge in 0..n as u32 {
-            let ei = edge_index[edge as usize];
-            if ei == u32::MAX {
+        let (mut hops, mut raw, mut w) = (Vec::new(), Vec::new(), Vec::new());
+        for edge in n_hosts as u32..n as u32 {
+            if self.edge_index[edge as usize] == u32::MAX {
                 continue;
             }
-            dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[edge as usize] = 0;
+            let ei = self.edge_index[edge as usize] as usize;
+            for &u in &order {
+                dist[u as usize] = u32::MAX;
+            }
             order.clear();
-            let mut q = VecDeque::from([edge]);
-            while let Some(u) = q.pop_front() {
-                order.push(u);
-                for &p in &node_ports[u as usize] {
-                    let v = self.ports[p as usize].peer;
-                    if self.up(p) && self.tier[v as usize] != 0 && dist[v as usize] == u32::MAX {
+            dist[edge as usize] = 0;
+            order.push(edge);
+            let mut head = 0;
+            while let Some(&u) = order.get(head) {
+                head += 1;
+                for &(_, v) in &adj[u as usize] {
+                    if dist[v as usize] == u32::MAX {
                         dist[v as usize] = dist[u as usize] + 1;
-                        q.push_back(v);
+                        order.push(v);
                     }
                 }
             }
-            if let Some(cut) =
-                (n_hosts as usize..n).find(|&u| edge_index[u] != u32::MAX && dist[u] == u32::MAX)
-            {
+            let reached = order
+                .iter()
+                .filter(|&&u| self.edge_index[u as usize] != u32::MAX);
+            if reached.count() < n_edges {
+                let cut = (n_hosts..n)
+                    .find(|&u| self.edge_index[u] != u32::MAX && dist[u] == u32::MAX)
+                    .expect("an edge switch the BFS missed");
                 return Err(config_err(
                     "link",
                     format!(
@@ -104,22 +123,17 @@ impl Topology {
                     ),
                 ));
             }
-            // BFS order is by distance: every next hop's count is known before its user's.
+            let closer = |u: usize, v: u32| dist[v as usize] + 1 == dist[u];
             for &u in &order {
                 let u = u as usize;
                 paths[u] = if u as u32 == edge {
                     1
                 } else {
-                    let next_hops = node_ports[u].iter().filter(|&&p| {
-                        let v = self.ports[p as usize].peer as usize;
-                        self.up(p) && self.tier[v] != 0 && dist[v] + 1 == dist[u]
-                    });
-                    next_hops.fold(0u64, |a, &p| {
-                        a.saturating_add(paths[self.ports[p as usize].peer as usize])
-                    })
+                    (adj[u].iter().filter(|&&(_, v)| closer(u, v)))
+                        .fold(0u64, |a, &(_, v)| a.saturating_add(paths[v as usize]))
                 };
             }
-            for u in n_hosts as usize..n {
+            for u in n_hosts..n {
                 if u as u32 == edge || dist[u] == u32::MAX {
                     continue;
                 }
@@ -127,15 +141,16 @@ impl Topology {
                     diameter = diameter.max(dist[u] + 2);
                 }
                 hops.clear();
-                hops.extend(node_ports[u].iter().copied().filter(|&p| {
-                    let v = self.ports[p as usize].peer as usize;
-                    self.up(p) && self.tier[v] != 0 && dist[v] + 1 == dist[u]
-                }));
-                let raw = hops.iter().map(|&p| match self.equal_weights {
-                    true => 1,
-                    false => paths[self.ports[p as usize].peer as usize],
-                });
-                let w = reduced_weights(&raw.collect::<Vec<u64>>());
+                raw.clear();
+                for &(p, v) in adj[u].iter().filter(|&&(_, v)| closer(u, v)) {
+                    hops.push(p);
+                    raw.push(if self.equal_weights {
+                        1
+                    } else {
+                        paths[v as usize]
+                    });
+                }
+                reduce_weights_into(&raw, &mut w);
                 let last = last_group[u];
                 let g = if last != NO_GROUP
                     && groups[last as usize] == hops
@@ -147,12 +162,12 @@ impl Topology {
                     let g = *group_ids.entry((hops.clone(), w.clone())).or_insert(next);
                     if g == next {
                         groups.push(hops.clone());
-                        weights.push(w);
+                        weights.push(w.clone());
                     }
                     g
                 };
                 last_group[u] = g;
-                route[(u - n_hosts as usize) * n_edges as usize + ei as usize] = g;
+                route[(u - n_hosts) * n_edges + ei] = g;
             }
         }
         self.groups = groups;
@@ -256,6 +271,23 @@ pub const MAX_SCHEDULE: u64 = 1024;
 
 /// Weights divided by their gcd (App. F.4), scaled to at most `MAX_SCHEDULE` in all.
 pub fn reduced_weights(raw: &[u64]) -> Vec<u32> {
+    let mut w = Vec::new();
+    reduce_weights_into(raw, &mut w);
+    w
+}
+
+/// `reduced_weights` into `out`, allocating only when `out` must grow: equal weights, by
+/// far the most common, are all ones.
+fn reduce_weights_into(raw: &[u64], out: &mut Vec<u32>) {
+    out.clear();
+    if raw.iter().all(|&x| x == raw[0]) {
+        out.resize(raw.len(), 1);
+    } else {
+        out.extend(reduced_weights_general(raw));
+    }
+}
+
+fn reduced_weights_general(raw: &[u64]) -> Vec<u32> {
     let gcd = |mut a: u64, mut b: u64| {
         while b != 0 {
             (a, b) = (b, a % b);
