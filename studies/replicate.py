@@ -252,9 +252,15 @@ def ofan_fig14(res: StudyResults) -> list[dict[str, Any]]:
 def _failure_labels(runs: pd.DataFrame) -> pd.DataFrame:
     """Each run's failure rate p and convergence G (inf when routes never converge)."""
     spec = [json.loads(f) if isinstance(f, str) else f if isinstance(f, dict) else {} for f in runs["failures"]]
-    return runs.assign(p=[f.get("probability", 0.0) for f in spec],
-                       G=[f"{f['convergence_us']:g} us" if f.get("convergence_us", 0) != 0 else "0" if "convergence_us" in f
-                          else "inf" for f in spec])
+    return runs.assign(p=[f.get("probability", 0.0) for f in spec], G=[_g_label(f) for f in spec])
+
+
+def _g_label(failures: dict[str, Any]) -> str:
+    """G as a failures section sets it: in microseconds or round trips, "0", or "inf" if unset."""
+    for key, unit in (("convergence_us", "us"), ("convergence_rtts", "RTT")):
+        if key in failures:
+            return "0" if failures[key] == 0 else f"{failures[key]:g} {unit}"
+    return "inf"
 
 
 def ofan_fig3(res: StudyResults) -> list[dict[str, Any]]:

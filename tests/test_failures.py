@@ -26,6 +26,7 @@ SYSTEM = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "p
     ("detection_us=-1", "failures.detection_us", "expected microseconds"),
     ('{"links": [{"nodes": [0, 1]}]}', "failures.links[0].nodes", "no link joins these nodes"),
     ('{"links": [{"nodes": [0, 16]}]}', "failures.links[0].nodes", "is the link of host 0: failing it cuts the host off"),
+    ("convergence_us=5,convergence_rtts=1", "failures.convergence_rtts", "give G once"),
 ])
 def test_a_malformed_failure_spec_names_its_field(spec, field, message):
     with pytest.raises(ConfigError) as e:
@@ -146,3 +147,19 @@ def test_reps_pays_one_timeout_per_flow_through_a_dead_link():
     slowest = fl[~hit].fct_us.max()
     assert (fl[hit].timeouts > 0).all()
     assert fl[hit].fct_us.between(rto, rto + slowest).all(), sorted(fl[hit].fct_us)
+
+
+def test_convergence_in_round_trips_is_the_ofan_papers_g():
+    """OFAN §5.2 sets G in multiples of the minimum RTT, 6.25 us on its default fabric (App. H:
+    k = 8, 800 Gbps, with propagation and serialization): `convergence_rtts` = 1 is the run
+    with `convergence_us` = that round trip (6,253.32 ns: 6 hops of 500 ns and of a 4 KiB frame
+    at 800 Gbps, and the ACK's way back), picosecond for picosecond; 1 % later is another run.
+    Host spraying keeps sending into the failed links until G (detection comes far later)."""
+    fabric = dict(link={"rate_gbps": 800, "latency_ns": 500}, switch={"buffer_bytes": 800_000})
+    base = {"probability": 0.02, "at_us": 3, "detection_us": 1000}
+    runs = [simulate("fat-tree:k=8", "permutation:size=1MiB", lb="host_spray", seed=2, **fabric,
+                     failures={**base, **g}).summary
+            for g in ({"convergence_rtts": 1}, {"convergence_us": 6.25332}, {"convergence_rtts": 1.01})]
+    assert runs[0]["reroutes"] == 1 and runs[0]["frames_blackholed"] > 0
+    assert runs[0]["digest"] == runs[1]["digest"] and runs[0]["cct_ps"] == runs[1]["cct_ps"]
+    assert runs[2]["frames_blackholed"] > runs[0]["frames_blackholed"]

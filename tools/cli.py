@@ -80,7 +80,7 @@ LatencyNs = Annotated[float, typer.Option(help="Propagation latency per link, ns
 BufferBytes = Annotated[str, typer.Option(help="Output buffer per switch port, e.g. 800KB.")]
 
 
-Failures = Annotated[Optional[str], typer.Option(help="Link failures: probability=P,detection_us=D,convergence_us=G (unset G: never), or a JSON object with links: [{nodes: [a, b], down_at_us, up_at_us, rate_fraction}].")]
+Failures = Annotated[Optional[str], typer.Option(help="Link failures: probability=P,detection_us=D,convergence_us=G or convergence_rtts=G in round trips across the fabric (unset G: never), or a JSON object with links: [{nodes: [a, b], down_at_us, up_at_us, rate_fraction}].")]
 
 
 def fabric_settings(link_gbps: float, latency_ns: float, buffer: str) -> dict:

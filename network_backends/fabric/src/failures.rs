@@ -21,6 +21,10 @@ pub struct FailureConfig {
     pub detection_us: f64,
     /// From a failure (or repair) until every switch's routes reflect it; unset: never.
     pub convergence_us: Option<f64>,
+    /// The same in round trips (OFAN §5.2 sets G in multiples of the minimum RTT): the
+    /// unloaded round trip of a full data packet and its ACK across the fabric's diameter
+    /// (6.25 µs on a k = 8 fat tree at 800 Gbps with 0.5 µs links). Not with `convergence_us`.
+    pub convergence_rtts: Option<f64>,
     /// Converged routes weight every next hop alike, by reachability alone, instead of by
     /// the shortest paths left behind it (W-ECMP, the default).
     pub equal_weights: bool,
@@ -81,7 +85,14 @@ fn ps(us: f64, field: &str) -> FabricResult<u64> {
 }
 
 impl FailurePlan {
-    pub fn build(cfg: &FailureConfig, topo: &Topology, run_seed: u64) -> FabricResult<FailurePlan> {
+    /// `rtt_ps`: the fabric's unloaded round trip across its diameter, the unit of
+    /// `convergence_rtts`.
+    pub fn build(
+        cfg: &FailureConfig,
+        topo: &Topology,
+        run_seed: u64,
+        rtt_ps: u64,
+    ) -> FabricResult<FailurePlan> {
         if !(0.0..=1.0).contains(&cfg.probability) {
             return Err(config_err(
                 "failures.probability",
@@ -89,10 +100,25 @@ impl FailurePlan {
             ));
         }
         let detect = ps(cfg.detection_us, "failures.detection_us")?;
-        let converge = match cfg.convergence_us {
-            Some(us) => Some(ps(us, "failures.convergence_us")?),
-            None => None,
-        };
+        let converge =
+            match (cfg.convergence_us, cfg.convergence_rtts) {
+                (Some(_), Some(_)) => return Err(config_err(
+                    "failures.convergence_rtts",
+                    "is set with convergence_us: give G once, in microseconds or in round trips",
+                )),
+                (Some(us), None) => Some(ps(us, "failures.convergence_us")?),
+                (None, Some(rtts)) if !(rtts.is_finite() && rtts >= 0.0) => {
+                    return Err(config_err(
+                        "failures.convergence_rtts",
+                        format!("= {rtts:?}: expected a number of round trips >= 0"),
+                    ))
+                }
+                (None, Some(rtts)) => Some(ps(
+                    rtts * rtt_ps as f64 / 1e6,
+                    "failures.convergence_rtts (in microseconds)",
+                )?),
+                (None, None) => None,
+            };
         let mut plan = FailurePlan::default();
         let fail = |plan: &mut FailurePlan, port: PortId, at: u64| {
             plan.failed.push(port);
@@ -193,7 +219,12 @@ mod tests {
     }
 
     fn plan(cfg: serde_json::Value, seed: u64) -> FabricResult<FailurePlan> {
-        FailurePlan::build(&serde_json::from_value(cfg).unwrap(), &k8(), seed)
+        FailurePlan::build(
+            &serde_json::from_value(cfg).unwrap(),
+            &k8(),
+            seed,
+            6_253_320,
+        )
     }
 
     #[test]
@@ -236,6 +267,35 @@ mod tests {
         assert_ne!(
             plan(cfg.clone(), 1).unwrap().failed,
             plan(cfg, 2).unwrap().failed
+        );
+    }
+
+    #[test]
+    fn convergence_in_round_trips_scales_the_round_trip_given() {
+        // 6,253,320 ps: the k = 8, 800 Gbps, 0.5 us-link fabric's round trip (OFAN: 6.25 us).
+        let p = plan(
+            serde_json::json!({"probability": 0.05, "convergence_rtts": 2.5}),
+            1,
+        );
+        let at = |c: Change| {
+            p.as_ref()
+                .unwrap()
+                .changes
+                .iter()
+                .find(|x| x.1 == c)
+                .map(|x| x.0)
+        };
+        assert_eq!(at(Change::Converge), Some(15_633_300));
+        let bad = |cfg: serde_json::Value| plan(cfg, 0).unwrap_err().to_string();
+        let e = bad(serde_json::json!({"convergence_us": 1.0, "convergence_rtts": 1.0}));
+        assert!(
+            e.contains("failures.convergence_rtts") && e.contains("give G once"),
+            "{e}"
+        );
+        let e = bad(serde_json::json!({"convergence_rtts": -1.0}));
+        assert!(
+            e.contains("failures.convergence_rtts") && e.contains("round trips"),
+            "{e}"
         );
     }
 

@@ -44,7 +44,8 @@ impl Simulation {
             ));
         }
         traffic::check(&specs, topo.n_hosts)?;
-        let failure_plan = FailurePlan::build(&fab.failures, &topo, seed)?;
+        let diameter_rtt = FrameTiming::new(&fab).base_rtt(topo.diameter_hops);
+        let failure_plan = FailurePlan::build(&fab.failures, &topo, seed, diameter_rtt.0)?;
         let rate = Rate::from_gbps(fab.link.rate_gbps);
         let max_time = Time((limits.max_time_ms * 1e9).round() as u64);
         if let Some((i, f)) = specs.iter().enumerate().find(|(_, f)| f.start > max_time) {
