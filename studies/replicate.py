@@ -292,6 +292,47 @@ def ofan_fig3(res: StudyResults) -> list[dict[str, Any]]:
     return rows
 
 
+def _g_value(label: str) -> float:
+    """A `_g_label` as a number of its unit (inf when routes never converge)."""
+    return math.inf if label == "inf" else float(label.split()[0])
+
+
+def ofan_fig4(res: StudyResults) -> list[dict[str, Any]]:
+    """Per traffic and convergence time G: switch_ar's mean CCT over reps' (the seeds both
+    finished); alike at G = 0 and at the shortest G > 0, switch_ar clearly behind at the
+    longest finite G. Runs that never finish are counted."""
+    every = _failure_labels(res.runs)
+    rows = []
+    for t, by_t in every.groupby("traffic", sort=False):
+        failed = by_t[by_t["status"] != "ok"].groupby(["G", "lb"], sort=False)["seed"].count()
+        rows += [_row(f"{t}, G = {g}: {lb} runs that never finished", "(a flow starves)", n, None)
+                 for (g, lb), n in failed.items()]
+        ok = by_t[by_t["status"] == "ok"]
+        ratio = {}
+        for g, by in ok.groupby("G", sort=False):
+            both = by.pivot_table(index="seed", columns="lb", values="cct_us").reindex(columns=["reps", "switch_ar"]).dropna()
+            if len(both):
+                ratio[g] = both["switch_ar"].mean() / both["reps"].mean()
+        for (g, lb), runs in ok.groupby(["G", "lb"], sort=False):
+            rows.append(_row(f"{t}, G = {g}: {lb} CCT increase (mean over {len(runs)} seeds)", "curves of Fig. 4",
+                             runs["cct_increase"].mean() * 100, None, " %"))
+        finite = sorted((g for g in ratio if math.isfinite(_g_value(g))), key=_g_value)
+        fast = [g for g in finite if _g_value(g) > 0][:1]
+        alike = [g for g in finite if abs(ratio[g] - 1) <= 0.05]
+        if alike:
+            rows.append(_row(f"{t}: longest G with the two within 5 % (round trips)",
+                             "2 (permutation), 10 (all-to-all)", _g_value(alike[-1]), None))
+        for g in sorted(ratio, key=_g_value):
+            if g in ("0", *fast):
+                paper, holds = "~1 (alike under fast convergence)", abs(ratio[g] - 1) <= 0.05
+            elif len(finite) > 2 and g == finite[-1]:
+                paper, holds = "> 1 (host AR ahead as G grows)", ratio[g] >= 1.1
+            else:
+                paper, holds = "curves of Fig. 4", None
+            rows.append(_row(f"{t}, G = {g}: switch_ar's CCT over reps' (x)", paper, ratio[g], holds))
+    return rows
+
+
 def ofan_fig5(res: StudyResults) -> list[dict[str, Any]]:
     """Per LB, the mean CCT at each failure rate over the best mean without failures (G = 0).
     A run that never finishes is counted, not averaged."""
@@ -335,6 +376,7 @@ FIGURES: dict[str, Figure] = {f.name: f for f in [
     Figure("ofan-fig1", "OFAN Fig. 1", "CCT increase over the bound, 8 LB schemes, ATA and permutation", ofan_fig1),
     Figure("ofan-fig6", "OFAN Fig. 6", "queue growth with message size (Theorems 1-4)", ofan_fig6),
     Figure("ofan-fig3", "OFAN Fig. 3/4", "host vs switch packet AR under 1 % link failures, G = inf and 0", ofan_fig3),
+    Figure("ofan-fig4", "OFAN Fig. 4", "host vs switch packet AR as routing convergence G grows", ofan_fig4),
     Figure("ofan-fig5", "OFAN Fig. 5", "CCT as the link failure rate grows, routes converged", ofan_fig5),
     Figure("ofan-fig7", "OFAN Fig. 7", "per-stage link overload", ofan_fig7),
     Figure("ofan-fig13", "OFAN Fig. 13", "packet LB under MSwift vs the ideal CC", ofan_fig13),

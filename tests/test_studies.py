@@ -261,6 +261,11 @@ def test_replicate_quick_runs_every_figure_and_prints_paper_vs_ours(tmp_path, mo
     fig3 = pd.DataFrame(FIGURES["ofan-fig3"].evaluate(StudyResults(tmp_path / "ofan-fig3-quick"))).set_index("quantity")
     orderings = fig3[fig3.index.str.contains("switch_ar's CCT over reps'")]
     assert len(orderings) == 4 and (orderings["holds"] == "yes").all(), orderings
+    # Fig. 4: switch AR within 5 % of host AR at G = 0 and 1 round trip, >= 1.1x at 100.
+    fig4 = pd.DataFrame(FIGURES["ofan-fig4"].evaluate(StudyResults(tmp_path / "ofan-fig4-quick"))).set_index("quantity")
+    checked = fig4[fig4["holds"] != ""]
+    assert len(checked) == 3 and (checked["holds"] == "yes").all(), checked
+    assert {"G = 0", "G = 1 RTT", "G = 100 RTT"} == {q.split(": ")[0].split(", ")[1] for q in checked.index}
     fig5 = pd.DataFrame(FIGURES["ofan-fig5"].evaluate(StudyResults(tmp_path / "ofan-fig5-quick")))
     grows = fig5[fig5["paper"] == "grows with p"]
     assert len(grows) == 3 and (grows["holds"] == "yes").all(), grows
