@@ -98,14 +98,23 @@ impl Topology {
             }
             order.clear();
             dist[edge as usize] = 0;
+            paths[edge as usize] = 1;
             order.push(edge);
             let mut head = 0;
+            // A switch is popped after every switch one step closer to the edge switch, so its
+            // path count is complete when it passes the count on to those one step further.
             while let Some(&u) = order.get(head) {
                 head += 1;
+                let (du, pu) = (dist[u as usize], paths[u as usize]);
                 for &(_, v) in &adj[u as usize] {
-                    if dist[v as usize] == u32::MAX {
-                        dist[v as usize] = dist[u as usize] + 1;
-                        order.push(v);
+                    let v = v as usize;
+                    if dist[v] == u32::MAX {
+                        dist[v] = du + 1;
+                        paths[v] = 0;
+                        order.push(v as u32);
+                    }
+                    if dist[v] == du + 1 {
+                        paths[v] = paths[v].saturating_add(pu);
                     }
                 }
             }
@@ -124,15 +133,6 @@ impl Topology {
                 ));
             }
             let closer = |u: usize, v: u32| dist[v as usize] + 1 == dist[u];
-            for &u in &order {
-                let u = u as usize;
-                paths[u] = if u as u32 == edge {
-                    1
-                } else {
-                    (adj[u].iter().filter(|&&(_, v)| closer(u, v)))
-                        .fold(0u64, |a, &(_, v)| a.saturating_add(paths[v as usize]))
-                };
-            }
             for u in n_hosts..n {
                 if u as u32 == edge || dist[u] == u32::MAX {
                     continue;
