@@ -287,6 +287,7 @@ fn reduce_weights_into(raw: &[u64], out: &mut Vec<u32>) {
     }
 }
 
+/// Unequal weights: divided by their gcd, then scaled down until the schedule fits.
 fn reduced_weights_general(raw: &[u64]) -> Vec<u32> {
     let gcd = |mut a: u64, mut b: u64| {
         while b != 0 {
