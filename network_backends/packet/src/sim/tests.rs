@@ -7,6 +7,26 @@ fn run_with_host_nics(cfg: &str, lazy: bool) -> Report {
     sim.run(&mut |_, _| true).unwrap()
 }
 
+/// `n` random flows on 16 hosts (k = 4), each to another host, of 1..=`max_bytes` bytes,
+/// starting in [0, `max_start_ps`) (all at 0 if it is 0): (src, dst, bytes, start_ps).
+fn random_flows(seed: u64, n: usize, max_bytes: u64, max_start_ps: u64) -> [Vec<u64>; 4] {
+    let mut x = seed;
+    let mut flows: [Vec<u64>; 4] = Default::default();
+    for _ in 0..n {
+        x = mix64(x);
+        let s = x % 16;
+        flows[0].push(s);
+        flows[1].push((s + 1 + (x >> 8) % 15) % 16);
+        flows[2].push(1 + (x >> 16) % max_bytes);
+        flows[3].push(if max_start_ps == 0 {
+            0
+        } else {
+            (x >> 32) % max_start_ps
+        });
+    }
+    flows
+}
+
 #[test]
 fn a_driven_flow_starts_once_and_not_in_the_past() {
     let cfg = r#"{"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 100},
@@ -45,16 +65,7 @@ fn lazy_host_nics_decide_exactly_as_a_wake_up_event_per_frame_would() {
     // arrivals at busy NICs. With schemes whose draws do not depend on the order in
     // which hosts are processed (host_spray's one shared generator does), every
     // result but the event count must be the same: lazy NICs only skip events.
-    let mut x = 7u64;
-    let (mut src, mut dst, mut bytes, mut start) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..60 {
-        x = mix64(x);
-        let s = x % 16;
-        src.push(s);
-        dst.push((s + 1 + (x >> 8) % 15) % 16);
-        bytes.push(1 + (x >> 16) % 40_000);
-        start.push((x >> 32) % 3_000_000);
-    }
+    let [src, dst, bytes, start] = random_flows(7, 60, 40_000, 3_000_000);
     let mut dropped = 0;
     // Paced flows (rho < 1) become sendable with time alone, also while the NIC is idle.
     for (lb, loss, rho) in [
@@ -144,16 +155,7 @@ fn int_table_holds_at_most_the_packets_in_flight_and_empties() {
     // HPCC over small buffers: drops of data and replies, timeouts, retransmissions, and
     // replies for flows already done. Sampled every 200 ns, the INT table never holds
     // more entries than there are packets in flight, and it is empty at the end.
-    let mut x = 11u64;
-    let (mut src, mut dst, mut bytes) = (vec![], vec![], vec![]);
-    let start = vec![0; 40];
-    for _ in 0..40 {
-        x = mix64(x);
-        let s = x % 16;
-        src.push(s);
-        dst.push((s + 1 + (x >> 8) % 15) % 16);
-        bytes.push(1 + (x >> 16) % 200_000);
-    }
+    let [src, dst, bytes, start] = random_flows(11, 40, 200_000, 0);
     for lb in ["host_spray", "reps"] {
         let cfg = serde_json::json!({
             "topology": {"kind": "fat_tree", "k": 4}, "switch": {"buffer_bytes": 20_000},
