@@ -120,20 +120,22 @@ impl LoadBalancer for Reps {
     }
 
     fn on_feedback(&mut self, fb: &Feedback) {
+        let congested = fb.ecn() || fb.nack();
+        if !congested {
+            self.flows[fb.flow as usize].confirmed = fb.now;
+        }
         if self.buffer > 0 {
-            if !(fb.ecn() || fb.nack()) {
-                self.flows[fb.flow as usize].confirmed = fb.now;
+            if !congested {
                 self.recycle(fb.flow, fb.echo);
             }
-            return;
-        }
-        let cached = if fb.ecn() || fb.nack() {
-            self.fresh(fb.flow)
         } else {
-            self.flows[fb.flow as usize].confirmed = fb.now;
-            fb.echo
-        };
-        self.flows[fb.flow as usize].cached_entropy = cached;
+            let cached = if congested {
+                self.fresh(fb.flow)
+            } else {
+                fb.echo
+            };
+            self.flows[fb.flow as usize].cached_entropy = cached;
+        }
     }
 
     fn on_timeout(&mut self, flow: FlowId, now: Time) {
