@@ -201,14 +201,29 @@ def ethereal_fig3(res: StudyResults) -> list[dict[str, Any]]:
 
 
 def ethereal_fig7(res: StudyResults) -> list[dict[str, Any]]:
-    """Ethereal's CCT below spraying's and REPS's with a link failing mid-collective."""
-    cct = _ok(res).groupby("lb")["iteration_us"].mean()
+    """Ethereal's CCT below spraying's and REPS's with a link failing mid-collective: per
+    message size, then their mean over the sizes (the paper's "on average over 4-64 MB";
+    its tolerance, +-10 points, is issue 40's)."""
+    runs = _ok(res)
+    sized = runs.assign(size=[_trace_size(w) for w in runs["workload"]])
+    cct = sized.groupby(["size", "lb"])["iteration_us"].mean()
     rows = []
     for lb, paper in (("host_spray", 66.3), ("reps", 56.0)):
-        lower = 100 * (1 - cct["ethereal"] / cct[lb])
-        rows.append(_row(f"Ethereal's CCT below {lb}'s under a link failure", f"{paper} % (mean over 4-64 MB)", lower,
-                         abs(lower - paper) <= 8, " %"))
+        sizes = [b for b in sorted(set(sized["size"])) if (b, "ethereal") in cct and (b, lb) in cct]  # both ran
+        lower = [100 * (1 - cct[(b, "ethereal")] / cct[(b, lb)]) for b in sizes]
+        if len(sizes) > 1:
+            rows += [_row(f"{b / 2**20:g} MiB: Ethereal's CCT below {lb}'s under a link failure", "", v, None, " %")
+                     for b, v in zip(sizes, lower)]
+        mean = sum(lower) / len(lower) if lower else math.nan
+        over = f"{sizes[0] / 2**20:g} MiB" if len(sizes) == 1 else f"mean over {len(sizes)} sizes"
+        rows.append(_row(f"Ethereal's CCT below {lb}'s under a link failure ({over})", f"{paper} % (mean over 4-64 MB)", mean,
+                         abs(mean - paper) <= 10 if lower else None, " %"))
     return rows
+
+
+def _trace_size(folder: str) -> int:
+    """The message size of a microbenchmark trace folder (`<kind>_<ranks>_<bytes>`)."""
+    return int(Path(folder).name.rsplit("_", 1)[1])
 
 
 def mcc_toy(res: StudyResults) -> list[dict[str, Any]]:
@@ -411,8 +426,13 @@ def replicate_figure(name: str, scale: str, out: str | Path, jobs: int | None = 
         from ..traces.microbenchmark import write_microbenchmark
 
         mb = raw.pop("microbenchmark")
-        et = write_microbenchmark(folder / "inputs" / f"{mb['kind']}_{mb['ranks']}_{mb['size']}", mb["ranks"], mb["kind"], mb["size"])
-        raw["defaults"] = {**raw["defaults"], "trace": str(et.parent.resolve())}
+        sizes = mb["size"] if isinstance(mb["size"], list) else [mb["size"]]
+        traces = [str(write_microbenchmark(folder / "inputs" / f"{mb['kind']}_{mb['ranks']}_{size}", mb["ranks"], mb["kind"],
+                                           size).parent.resolve()) for size in sizes]
+        if len(traces) == 1:
+            raw["defaults"] = {**raw["defaults"], "trace": traces[0]}
+        else:  # a size sweep: the trace is the slowest axis
+            raw["axes"] = {"trace": traces, **raw["axes"]}
     spec = spec_from_dict(raw, f"figures/{name}.yaml#{scale}", f"{name}-{scale}")
     run = run_study(spec, folder, jobs=jobs)
     res = StudyResults(folder)
