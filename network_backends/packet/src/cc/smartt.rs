@@ -12,11 +12,15 @@
 //! persistent (Wait-to-Decrease, §3.6.1): an EWMA of the ECN marks must be at least
 //! `wtd`, so that REPS can move traffic off a transiently marked path first.
 //!
-//! - **QuickAdapt** (Alg. 2, §3.3). A trimmed packet (a NACK) or a timeout sets the window
-//!   to one packet and arms a trigger; at the first ACK after the current window of
-//!   `trtt` ends, the window becomes `qa_scaling` × the bytes acknowledged during it (the
-//!   rate the bottleneck delivered), and the feedback of the bytes then in flight is
-//!   ignored. At most once per trtt.
+//! - **QuickAdapt** (Alg. 2, §3.3). A trimmed packet (a NACK) or a timeout takes one
+//!   packet off the window and arms a trigger; at the first feedback after the current
+//!   window of `trtt` ends, the window becomes `qa_scaling` × the bytes received during it
+//!   (acknowledged payload, and the header of each trimmed packet as Alg. 1 line 4 counts
+//!   it: the rate the bottleneck delivered), and the feedback of the bytes then in flight
+//!   is ignored. At most once per trtt. Alg. 1 line 29 prints "cwnd = p.size"; read, as
+//!   Eqs. 1-2, as a decrement: Fig. 4's senders keep sending until QuickAdapt, and the
+//!   authors' htsim code takes the NACKed packet off the window. (Setting the window to
+//!   one packet idles the bottleneck for a trtt after an incast's first trims.)
 //! - **FastIncrease** (Alg. 3, §3.4). Once a window's worth of bytes came back unmarked
 //!   with rtt ≈ brtt, every such ACK adds k·mtu, until one does not.
 //! - **Bounds**: [1 mtu, `max_window` bdp].
@@ -59,9 +63,9 @@ struct Flow {
     /// FastIncrease: unmarked near-base bytes in a row, and whether it is on.
     good_bytes: u64,
     increasing: bool,
-    /// QuickAdapt: bytes acknowledged in the current trtt window, its end, the trigger,
-    /// the bytes in flight at the last feedback, and the feedback bytes to ignore after
-    /// adapting.
+    /// QuickAdapt: bytes received in the current trtt window (acknowledged payload and
+    /// trimmed headers), its end, the trigger, the bytes in flight at the last feedback,
+    /// and the feedback bytes to ignore after adapting.
     acked: u64,
     qa_end: Option<Time>,
     trigger: bool,
@@ -73,6 +77,8 @@ struct Flow {
 pub struct Smartt {
     flows: Vec<Flow>,
     mss: u64,
+    /// What a trimmed packet carries to the receiver: its header.
+    header: u64,
     fd: u64,
     md: u64,
     k: u64,
@@ -138,6 +144,7 @@ impl Smartt {
         Ok(Smartt {
             flows,
             mss,
+            header: init.packet_wire_bytes.saturating_sub(init.mss) as u64,
             fd: fixed(fd),
             md: fixed(md),
             k: fixed(k),
@@ -174,11 +181,11 @@ impl Smartt {
         adapt
     }
 
-    /// A trimmed packet or a timeout (Alg. 1, lines 28-34).
+    /// A trimmed packet or a timeout (Alg. 1, lines 28-34): one packet less of window.
     fn on_loss(&mut self, f: usize, now: Time) {
         let mss = self.mss;
         let fl = &mut self.flows[f];
-        fl.cwnd = mss << FX;
+        fl.cwnd = fl.cwnd.saturating_sub(mss << FX);
         fl.trigger = true;
         if fl.ignored >= fl.to_ignore {
             self.quick_adapt(f, now);
@@ -238,6 +245,8 @@ impl CongestionControl for Smartt {
         let f = fb.flow as usize;
         self.flows[f].in_flight = fb.in_flight;
         if fb.nack() || fb.trimmed() {
+            // Alg. 1 lines 4-5 count every packet that came back, a trimmed one by its header.
+            self.flows[f].acked += self.header;
             self.flows[f].ignored += self.mss;
             self.on_loss(f, fb.now);
             return;
@@ -306,7 +315,7 @@ impl CongestionControl for Smartt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::testkit::{refusal, reply, Paths, MSS};
+    use crate::cc::testkit::{refusal, reply, Paths, MSS, WIRE};
     use crate::transport::flags;
     use serde_json::json;
 
@@ -388,17 +397,20 @@ mod tests {
                 &mut t,
             );
         }
-        // A trim: one packet of window, QuickAdapt armed.
+        // A trim: one packet less of window, QuickAdapt armed.
+        let before = s.cwnd_bytes(0);
         s.on_feedback(
             &reply(0, 51, at(6.0), brtt, 0, flags::NACK | flags::TRIMMED),
             &mut t,
         );
-        assert_eq!(s.cwnd_bytes(0), MSS as f64);
-        // The first ACK after the window: 0.8 × the 51 packets acknowledged in it.
+        assert_eq!(s.cwnd_bytes(0), before - MSS as f64);
+        // The first ACK after the window: 0.8 × what came back in it, the 51 packets
+        // acknowledged and the trimmed one's header.
         let mut first = ack(52, at(10.0), 1.2 * brtt as f64, false);
         first.in_flight = 100 * MSS as u64;
         s.on_feedback(&first, &mut t);
-        assert!((s.cwnd_bytes(0) - 0.8 * 51.0 * MSS as f64).abs() < 0.1);
+        let received = 51.0 * MSS as f64 + (WIRE - MSS) as f64;
+        assert!((s.cwnd_bytes(0) - 0.8 * received).abs() < 0.1);
         assert_eq!(s.quick_adapts, 1);
         // The feedback of the 100 packets then in flight is ignored, marks included...
         let w = s.cwnd_bytes(0);
