@@ -121,15 +121,22 @@ def ofan_fig7(res: StudyResults) -> list[dict[str, Any]]:
 
 
 def ofan_fig13(res: StudyResults) -> list[dict[str, Any]]:
+    """Per message size and LB, the CCT under MSwift over the CCT under the ideal CC: alike
+    at 1 MiB (the windows start at the line rate), "some 10 %" slower at 16 MiB for the
+    packet AR schemes, while OFAN keeps its ideal CCT."""
     runs = _ok(res)
     rows = []
     for (traffic, lb), g in runs.groupby(["traffic", "lb"], sort=False):
         by = g.groupby("cc")["cct_increase"].mean()
         if {"ideal", "mswift"} <= set(by.index):
             ratio = (1 + by["mswift"]) / (1 + by["ideal"])
-            paper = "~1.00 (OFAN keeps its ideal CCT)" if lb == "ofan" else "~1.1 at 16 MiB (about 10 % slower)"
-            rows.append(_row(f"{traffic} {lb}: CCT with MSwift / with ideal CC", paper, ratio,
-                             ratio < 1.01 if lb == "ofan" else None))
+            if lb == "ofan":
+                paper, holds = "~1.00 (OFAN keeps its ideal CCT)", ratio < 1.01
+            elif "16MiB" in traffic:
+                paper, holds = "~1.1 (some 10 % slower)", 1.02 <= ratio <= 1.2
+            else:
+                paper, holds = "~1.0 (largely similar)", ratio < 1.05
+            rows.append(_row(f"{traffic} {lb}: CCT with MSwift / with ideal CC", paper, ratio, holds))
     return rows
 
 

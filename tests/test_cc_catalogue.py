@@ -40,7 +40,7 @@ def test_every_new_preset_runs_and_conserves_bytes():
     ("swift", {"base_target_us": -20.0}, "base_target_us"),  # a negative target
     ("swift", {"beta": 1.5}, "beta"),  # beta outside (0, 1]
     ("mswift_sack", {"beta": 0.0}, "beta"),
-    ("mswift_sack", {"median_window": 64}, "median_window"),
+    ("mswift_sack", {"median_window": 200}, "median_window"),
     ("smartt_reps", {"trtt": -1.5}, "trtt"),
     ("nscc_trim", {"target_qdelay": -0.75}, "target_qdelay"),
     ("nscc_trim", {"gamma": 1.2}, "gamma"),
@@ -189,27 +189,33 @@ def test_smartt_fig6_ecmp_is_far_slower_than_spraying_on_an_oversubscribed_fabri
 
 def test_mswift_fig13_only_ofan_keeps_its_ideal_cct_on_long_messages():
     """OFAN Fig. 13 (default setup: k = 8, 800 Gbps, 0.5 µs links, 800 KB buffers; a
-    permutation). With 1 MB every packet scheme stays within a few percent of its CCT under
-    the ideal fixed-rate CC (same SACK loss recovery); with 16 MB host and switch packet AR
-    pay for the CC while OFAN does not slow down (its increase at least 5× smaller). The
-    paper's HOST PKT AR is REPS (its Table 2); host spraying (HOST PKT) is checked too.
-    Measured (increase over the bound, ideal+erasure -> MSwift+SACK): 1 MB host_spray
-    10.1 -> 19.7 % (ideal+SACK 15.9 %), reps 55.0 % (ideal+SACK) -> 55.5 %, switch_ar
-    10.5 -> 10.5 %, ofan 1.8 -> 1.8 %; 16 MB host_spray 4.3 -> 72 %, reps 109 % (ideal+SACK)
-    -> 310 %, switch_ar 3.1 -> 86 %, ofan 0.17 -> 0.17 %. The paper's "about 10 %" for the
-    two AR schemes is missed: SACK's 32-packet threshold resends 8 % of the packets as
-    spurious retransmissions once queues pass 32 packets (with 128, and losses inferred past
-    128: host_spray 35 %, switch_ar 13 %, REPS with its recycling ring 26.5 %)."""
+    permutation; `mswift_sack`). With 1 MB every packet scheme stays within a few percent
+    of its CCT under the ideal fixed-rate CC (same loss recovery); with 16 MB host and
+    switch packet AR lose "some 10 %" to the CC while OFAN does not slow down (its increase
+    at least 5× smaller). The paper's HOST PKT AR is REPS (its Table 2), as the REPS paper
+    recycles entropies (`buffer` 8); host spraying (HOST PKT) is checked beside it.
+    Measured (increase over the bound, ideal -> MSwift): 1 MB host_spray 10.1 -> 10.1 %,
+    REPS 12.0 -> 12.0 %, switch_ar 10.5 -> 10.5 %, ofan 1.8 -> 1.8 % (MSwift starts at the
+    line rate and never cuts); 16 MB host_spray 4.3 -> 12.4 %, REPS 1.6 -> 14.4 %,
+    switch_ar 3.1 -> 7.7 %, ofan 0.17 -> 0.17 % (seeds 2-3: 10.9-12.2, 14.9-15.7, 8.2-9.5,
+    0.2 %). REPS as SMaRTT-REPS's Algorithm 4 (`reps`'s default) ends 50 % over: its one
+    cached entropy herds a flow's window onto few paths. With the preset's earlier MSwift
+    (a median of 9 delays, a cut past 32 packets of reordering, SACK resending past 32) the
+    16 MB runs were 72 / 86 % over for host_spray / switch_ar: reordering passed 32 packets
+    and both the resends and the cuts it caused were needless."""
     increase = {}
-    schemes = ("host_spray", "reps", "switch_ar", "ofan")
+    schemes = {"host_spray": {}, "reps": {"buffer": 8}, "switch_ar": {}, "ofan": {}}
     for size in (1 << 20, 16 << 20):
-        for lb in schemes:
+        for lb, lb_params in schemes.items():
             for cc in ("ideal", "mswift"):
-                r = simulate("fat-tree:k=8", {"kind": "permutation", "bytes": size}, scheme="mswift_sack", lb=lb, cc=cc,
-                             seed=1)
+                r = simulate("fat-tree:k=8", {"kind": "permutation", "bytes": size}, scheme="mswift_sack", lb=lb,
+                             lb_params=lb_params, cc=cc, seed=1)
                 increase[size, lb, cc] = r.cct_increase
     for lb in schemes:
         assert (1 + increase[1 << 20, lb, "mswift"]) / (1 + increase[1 << 20, lb, "ideal"]) < 1.05, (lb, increase)
     big = {lb: increase[16 << 20, lb, "mswift"] for lb in schemes}
     assert big["ofan"] < 0.01 and big["ofan"] == pytest.approx(increase[16 << 20, "ofan", "ideal"], abs=1e-3)
+    # "Some 10 %": each loses 3-15 points to the CC over its ideal-CC run.
+    for lb in ("host_spray", "reps", "switch_ar"):
+        assert 0.03 <= big[lb] - increase[16 << 20, lb, "ideal"] <= 0.15, (lb, big, increase)
     assert 5 * big["ofan"] < min(big["host_spray"], big["reps"], big["switch_ar"]), big

@@ -6,21 +6,19 @@
 //!    on observing recent ACKs that avoids Swift's throughput collapse"). Sprayed
 //!    packets of one flow cross different paths; Swift cuts the window of the whole flow
 //!    on any one slow path's sample, again every round trip, and collapses. The median
-//!    of the last `median_window` ACKs' delays ignores a slow minority of paths.
-//!    Default **9**: the smallest odd window that rejects 4 outliers; 9 ACKs of full
-//!    packets are 0.37 µs at 800 Gbps, 6 % of the 6.25 µs round trip, so a real queue
-//!    (seen on most paths) still moves the median within the same round trip, and the
-//!    median lags the newest sample by at most 4 packets. (The MSwift preprint's window
-//!    could not be confirmed, CC-CATALOGUE §14.)
-//! 2. **Duplicate-ACK tolerance** (the LTCP-style handling of out-of-order ACKs): a loss
-//!    is inferred only when the highest ACK runs more than `dup_acks` packets ahead of the
-//!    lowest unacknowledged one (see `reorder`). Default **32**, the threshold the OFAN
-//!    paper found best for SACK on a permutation (§8.2, and `sack`'s default), instead of
-//!    TCP's 3, which sprayed packets exceed all the time.
+//!    of the last H ACKs' delays ignores a slow minority of paths. H = max(W/2, 1) with W
+//!    the window in packets (the MSwift preprint's Eq. 8, v2): about half a round trip of
+//!    ACKs, so a queue on most paths moves the median within the round trip and a small
+//!    window keeps reacting to its latest samples; at most 128 (`median_window` fixes H).
+//! 2. **Duplicate-ACK tolerance** (the LTCP-based handling of out-of-order ACKs; Lazy
+//!    TCP waits out reordering before it backs off): reordering is not taken for loss,
+//!    so only NACKs and timeouts cut the window for a loss. `dup_acks` = n > 0 cuts it
+//!    when the highest ACK runs more than n packets ahead of the lowest unacknowledged
+//!    one (see `reorder`; Swift's is TCP's 3).
 //!
-//! Loss recovery is SACK's (`loss = "sack"`, the `mswift_sack` preset); as everywhere in
-//! tracefabric it is a separate family, so the CC only cuts its window on the inferred
-//! losses, NACKs and timeouts.
+//! Loss recovery is a separate family, as everywhere in tracefabric: the `mswift_sack`
+//! preset resends SACK holes past UET SLEEK's reordering tolerance (1.5 windows), the
+//! transport of the UET htsim in which MSwift's authors built it.
 
 use super::swift::{build_variant, Variant};
 use super::{CcInit, CongestionControl};
@@ -29,8 +27,8 @@ use crate::error::SimResult;
 
 pub fn build(init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionControl>> {
     let mswift = Variant {
-        median_window: 9,
-        dup_acks: 32,
+        median: true,
+        dup_acks: 0,
     };
     build_variant("mswift", &mswift, init, params)
 }

@@ -10,8 +10,8 @@
 //!   to cwnd·max(1 − β(d − t)/d, 1 − max_mdf).
 //! - Loss: a NACK (a trimmed packet), the highest ACK running more than `dup_acks`
 //!   packets ahead of the lowest unacknowledged one (TCP's three duplicate ACKs, see
-//!   `reorder`), or a timeout cut the window by max_mdf, at most once per RTT;
-//!   `rtx_reset` timeouts in a row set it to `min_cwnd`.
+//!   `reorder`; 0: reordering is never taken for loss), or a timeout cut the window by
+//!   max_mdf, at most once per RTT; `rtx_reset` timeouts in a row set it to `min_cwnd`.
 //! - Below one packet of window the flow is paced: one packet per srtt·MSS/cwnd.
 //!
 //! Defaults, scaled to the fabric as the OFAN paper does at 800 Gbps (App. H): Swift's
@@ -40,13 +40,14 @@ use crate::lb::FlowId;
 use crate::params::ParamReader;
 use crate::transport::{CcTimers, Feedback};
 use crate::units::{Dur, Time};
+use std::collections::VecDeque;
 
 /// The queueing component of Swift's target kept by the OFAN paper (App. H), in bytes,
 /// and the hops of the path it was sized for.
 const QUEUE_BYTES: f64 = 113_000.0;
 const QUEUE_HOPS: f64 = 6.0;
-/// Largest delay filter (`median_window`).
-pub(super) const MAX_MEDIAN: usize = 31;
+/// Largest delay filter (`median_window`, and half the window when that is 0).
+pub(super) const MAX_MEDIAN: usize = 128;
 
 #[derive(Clone, Copy)]
 struct Flow {
@@ -59,9 +60,6 @@ struct Flow {
     target: u64,
     max_cwnd: u64,
     timeouts_in_a_row: u32,
-    /// Delay samples in the median filter, and where the next one goes.
-    samples: u8,
-    next: u8,
 }
 
 /// Flow scaling: fs(c) = clamp(alpha/√c + beta, 0, range), c in packets, in picoseconds.
@@ -83,19 +81,23 @@ impl FlowScaling {
 
 /// What sets MSwift apart from Swift (see `mswift`).
 pub(super) struct Variant {
-    /// Delay samples the decision takes the median of (1: the latest).
-    pub median_window: usize,
-    /// Default of `dup_acks`.
+    /// Whether the decision takes a median of recent delays (`median_window`), not the
+    /// latest one.
+    pub median: bool,
+    /// Default of `dup_acks` (0: reordering is never a loss).
     pub dup_acks: u32,
 }
 
 struct SwiftCore {
     flows: Vec<Flow>,
+    /// Per flow, with `dup_acks` > 0.
     reorder: Vec<Reorder>,
-    /// `median_window` delay samples per flow (ps).
-    delays: Vec<u64>,
-    window: usize,
-    dup_acks: u32,
+    /// The median filter's last delay samples per flow (ps, saturating at 4.29 ms: a
+    /// delay that long is far over any target), with a median filter; empty without.
+    delays: Vec<VecDeque<u32>>,
+    /// Samples the median is taken over (0: half the window in packets, at least 1).
+    window: Option<usize>,
+    dup_acks: Option<u32>,
     mss: u64,
     /// ai, beta and 1 - max_mdf in 2^-20.
     ai: u64,
@@ -110,7 +112,7 @@ struct SwiftCore {
 
 pub fn build(init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionControl>> {
     let swift = Variant {
-        median_window: 1,
+        median: false,
         dup_acks: 3,
     };
     build_variant("swift", &swift, init, params)
@@ -143,16 +145,11 @@ impl SwiftCore {
         let min_cwnd = p.f64_in_open_closed("min_cwnd", 0.001, 0.0, 1e6)?;
         let max_cwnd = p.f64_in_open_closed("max_cwnd", 2.0, 0.0, 1e6)?;
         let rtx_reset = p.u32_min("rtx_reset", 5, 1)?;
-        let dup_acks = p.u32_min("dup_acks", v.dup_acks, 1)?;
-        let window = if v.median_window > 1 {
-            p.int_in(
-                "median_window",
-                v.median_window as u64,
-                1,
-                MAX_MEDIAN as u64,
-            )? as usize
+        let dup_acks = p.u32_min("dup_acks", v.dup_acks, 0)?;
+        let window = if v.median {
+            Some(p.int_in("median_window", 0, 0, MAX_MEDIAN as u64)? as usize)
         } else {
-            1
+            None
         };
         p.finish()?;
         let mss = init.mss as u64;
@@ -176,17 +173,20 @@ impl SwiftCore {
                     target,
                     max_cwnd: max << FX,
                     timeouts_in_a_row: 0,
-                    samples: 0,
-                    next: 0,
                 }
             })
             .collect::<Vec<_>>();
+        let n = flows.len();
         Ok(SwiftCore {
-            reorder: (0..flows.len()).map(|_| Reorder::default()).collect(),
-            delays: vec![0; if window > 1 { flows.len() * window } else { 0 }],
+            reorder: (0..if dup_acks > 0 { n } else { 0 })
+                .map(|_| Reorder::default())
+                .collect(),
+            delays: (0..if window.is_some() { n } else { 0 })
+                .map(|_| VecDeque::new())
+                .collect(),
             flows,
             window,
-            dup_acks,
+            dup_acks: (dup_acks > 0).then_some(dup_acks),
             mss,
             ai: fixed(ai),
             beta: fixed(beta),
@@ -218,20 +218,29 @@ impl SwiftCore {
     }
 
     /// The delay the decision uses: the latest sample, or the median of the last
-    /// `window` (the lower one of an even count, while the filter fills).
+    /// `window` (the lower one of an even count, while the filter fills). A window that
+    /// follows the flow's window keeps the newest samples when it shrinks.
     fn filtered(&mut self, f: usize, rtt: u64) -> u64 {
-        if self.window == 1 {
+        let Some(fixed) = self.window else {
             return rtt;
+        };
+        let h = if fixed > 0 {
+            fixed
+        } else {
+            let packets = (self.flows[f].cwnd >> FX) / self.mss;
+            ((packets / 2) as usize).clamp(1, MAX_MEDIAN)
+        };
+        let ring = &mut self.delays[f];
+        ring.push_back(rtt.min(u32::MAX as u64) as u32);
+        while ring.len() > h {
+            ring.pop_front();
         }
-        let fl = &mut self.flows[f];
-        let ring = &mut self.delays[f * self.window..(f + 1) * self.window];
-        ring[fl.next as usize] = rtt;
-        fl.next = ((fl.next as usize + 1) % self.window) as u8;
-        fl.samples = (fl.samples + 1).min(self.window as u8);
-        let n = fl.samples as usize;
-        let mut sorted = [0u64; MAX_MEDIAN];
-        sorted[..n].copy_from_slice(&ring[..n]);
-        *sorted[..n].select_nth_unstable((n - 1) / 2).1
+        let n = ring.len();
+        let mut sorted = [0u32; MAX_MEDIAN];
+        for (slot, &d) in sorted.iter_mut().zip(ring.iter()) {
+            *slot = d;
+        }
+        *sorted[..n].select_nth_unstable((n - 1) / 2).1 as u64
     }
 
     /// Cuts flow `f` to `factor` (2^-20) of its window if a round trip has passed since
@@ -302,8 +311,10 @@ impl CongestionControl for SwiftCore {
                 self.delay_cuts += 1;
             }
         }
-        if self.reorder[f].ack(fb.seq, self.dup_acks) && self.cut(f, self.keep, fb.now) {
-            self.loss_cuts += 1;
+        if let Some(threshold) = self.dup_acks {
+            if self.reorder[f].ack(fb.seq, threshold) && self.cut(f, self.keep, fb.now) {
+                self.loss_cuts += 1;
+            }
         }
         self.clamp(f);
     }
@@ -335,22 +346,18 @@ mod tests {
     use serde_json::json;
 
     const SWIFT: Variant = Variant {
-        median_window: 1,
+        median: false,
         dup_acks: 3,
     };
     const MSWIFT: Variant = Variant {
-        median_window: 9,
-        dup_acks: 32,
+        median: true,
+        dup_acks: 0,
     };
 
     /// One flow over 6 hops at 800 Gbps, 500 ns links: OFAN's setting (base RTT 6.25 µs).
     fn core(v: &Variant, params: serde_json::Value) -> SimResult<SwiftCore> {
         let paths = Paths::new(1, 6, 800.0, 500);
-        let name = if v.median_window > 1 {
-            "mswift"
-        } else {
-            "swift"
-        };
+        let name = if v.median { "mswift" } else { "swift" };
         SwiftCore::new(
             name,
             &paths.init(),
@@ -485,21 +492,51 @@ mod tests {
         }
         assert_eq!(swift.delay_cuts, 1);
         assert_eq!(mswift.delay_cuts, 0);
-        // Packet 0 overtaken by 10 others (sprayed): a loss to Swift (3), not to MSwift (32).
-        let (mut swift, mut mswift) = (
+        // Packet 0 overtaken by 10 others (sprayed): a loss to Swift (3), not to MSwift
+        // with a threshold of 32; 40 ahead of a hole is a loss to both. By default MSwift
+        // never takes reordering for loss (a NACK or a timeout cuts it).
+        let (mut swift, mut mswift, mut lazy) = (
             core(&SWIFT, json!({})).unwrap(),
+            core(&MSWIFT, json!({"dup_acks": 32})).unwrap(),
             core(&MSWIFT, json!({})).unwrap(),
         );
         for seq in (1..=10).chain([0]) {
             swift.on_feedback(&ack(seq, 10.0, low), &mut t);
             mswift.on_feedback(&ack(seq, 10.0, low), &mut t);
+            lazy.on_feedback(&ack(seq, 10.0, low), &mut t);
         }
         assert_eq!((swift.loss_cuts, mswift.loss_cuts), (1, 0));
-        // 40 ahead of a hole is a loss to both.
         for seq in 12..=52 {
             mswift.on_feedback(&ack(seq, 20.0, low), &mut t);
+            lazy.on_feedback(&ack(seq, 20.0, low), &mut t);
         }
-        assert_eq!(mswift.loss_cuts, 1);
+        assert_eq!((mswift.loss_cuts, lazy.loss_cuts), (1, 0));
+    }
+
+    #[test]
+    fn mswift_takes_the_median_of_the_last_half_window_of_delays() {
+        // MSwift's Eq. 8: H = max(W/2, 1), W the window in packets. At the starting
+        // window (738 KB, 180 packets) H = 90: 45 slow samples after 44 fast ones move the
+        // median (the lower middle one of 89) over the target, 44 do not; at 2 packets
+        // H = 1, the latest sample.
+        let mut t = CcTimers::default();
+        let mut c = core(&MSWIFT, json!({})).unwrap();
+        let (low, high) = (6_400_000, 2 * c.target(0));
+        for seq in 0..44 {
+            c.on_feedback(&ack(seq, 10.0, low), &mut t);
+        }
+        assert_eq!(((c.flows[0].cwnd >> FX) / MSS as u64) / 2, 90);
+        for seq in 44..88 {
+            c.on_feedback(&ack(seq, 10.0, high), &mut t);
+        }
+        assert_eq!(c.delay_cuts, 0);
+        c.on_feedback(&ack(88, 10.0, high), &mut t);
+        assert_eq!(c.delay_cuts, 1);
+        let mut small = core(&MSWIFT, json!({})).unwrap();
+        small.flows[0].cwnd = (2 * MSS as u64) << FX;
+        small.on_feedback(&ack(0, 10.0, low), &mut t);
+        small.on_feedback(&ack(1, 10.0, high), &mut t);
+        assert_eq!(small.delay_cuts, 1);
     }
 
     #[test]
@@ -512,15 +549,11 @@ mod tests {
             (&SWIFT, json!({"fs_min_cwnd": 200.0}), "`fs_min_cwnd`"),
             (&SWIFT, json!({"target": 10.0}), "`target`"),
             (&SWIFT, json!({"median_window": 9}), "`median_window`"),
-            (&MSWIFT, json!({"median_window": 40}), "`median_window`"),
+            (&MSWIFT, json!({"median_window": 200}), "`median_window`"),
             (&MSWIFT, json!({"h_ns": -1.0}), "`h_ns`"),
         ] {
             let err = refusal(core(v, params));
-            let scheme = if v.median_window > 1 {
-                "mswift"
-            } else {
-                "swift"
-            };
+            let scheme = if v.median { "mswift" } else { "swift" };
             assert!(err.contains(name) && err.contains(scheme), "{err}");
         }
         assert!(core(&SWIFT, json!({"beta": 1.0, "base_target_us": 20.0})).is_ok());
