@@ -79,6 +79,32 @@ impl FlowScaling {
     }
 }
 
+/// A flow's last delay samples (ps, saturating at 4.29 ms: a delay that long is far over
+/// any target), in arrival order and sorted, so each sample costs a binary search and a
+/// move of at most `MAX_MEDIAN` words.
+#[derive(Default)]
+struct RecentDelays {
+    arrival: VecDeque<u32>,
+    sorted: Vec<u32>,
+}
+
+impl RecentDelays {
+    /// Adds `rtt`, keeps the newest `h`, and returns their median (the lower middle one
+    /// of an even count).
+    fn push(&mut self, rtt: u64, h: usize) -> u64 {
+        let d = rtt.min(u32::MAX as u64) as u32;
+        self.arrival.push_back(d);
+        let at = self.sorted.partition_point(|&x| x < d);
+        self.sorted.insert(at, d);
+        while self.arrival.len() > h {
+            let old = self.arrival.pop_front().expect("longer than h >= 1");
+            let at = self.sorted.partition_point(|&x| x < old);
+            self.sorted.remove(at);
+        }
+        self.sorted[(self.sorted.len() - 1) / 2] as u64
+    }
+}
+
 /// What sets MSwift apart from Swift (see `mswift`).
 pub(super) struct Variant {
     /// Whether the decision takes a median of recent delays (`median_window`), not the
@@ -92,9 +118,9 @@ struct SwiftCore {
     flows: Vec<Flow>,
     /// Per flow, with `dup_acks` > 0.
     reorder: Vec<Reorder>,
-    /// The median filter's last delay samples per flow (ps, saturating at 4.29 ms: a
-    /// delay that long is far over any target), with a median filter; empty without.
-    delays: Vec<VecDeque<u32>>,
+    /// The median filter's last delay samples per flow, with a median filter; empty
+    /// without.
+    delays: Vec<RecentDelays>,
     /// Samples the median is taken over (0: half the window in packets, at least 1).
     window: Option<usize>,
     dup_acks: Option<u32>,
@@ -182,7 +208,7 @@ impl SwiftCore {
                 .map(|_| Reorder::default())
                 .collect(),
             delays: (0..if window.is_some() { n } else { 0 })
-                .map(|_| VecDeque::new())
+                .map(|_| RecentDelays::default())
                 .collect(),
             flows,
             window,
@@ -230,17 +256,7 @@ impl SwiftCore {
             let packets = (self.flows[f].cwnd >> FX) / self.mss;
             ((packets / 2) as usize).clamp(1, MAX_MEDIAN)
         };
-        let ring = &mut self.delays[f];
-        ring.push_back(rtt.min(u32::MAX as u64) as u32);
-        while ring.len() > h {
-            ring.pop_front();
-        }
-        let n = ring.len();
-        let mut sorted = [0u32; MAX_MEDIAN];
-        for (slot, &d) in sorted.iter_mut().zip(ring.iter()) {
-            *slot = d;
-        }
-        *sorted[..n].select_nth_unstable((n - 1) / 2).1 as u64
+        self.delays[f].push(rtt, h)
     }
 
     /// Cuts flow `f` to `factor` (2^-20) of its window if a round trip has passed since
