@@ -332,6 +332,10 @@ impl CongestionControl for SwiftCore {
                 self.loss_cuts += 1;
             }
         }
+        if fb.complete && self.window.is_some() {
+            // An iteration declares far more flows than it has in flight: free the filter.
+            self.delays[f] = RecentDelays::default();
+        }
         self.clamp(f);
     }
 
