@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 const QUEUE_BYTES: f64 = 113_000.0;
 const QUEUE_HOPS: f64 = 6.0;
 /// Largest delay filter (`median_window`, and half the window when that is 0).
-pub(super) const MAX_MEDIAN: usize = 128;
+const MAX_MEDIAN: usize = 128;
 
 #[derive(Clone, Copy)]
 struct Flow {
