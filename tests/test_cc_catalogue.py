@@ -126,10 +126,11 @@ def test_sleek_tolerance_stops_sack_resending_what_spraying_reorders():
     UET SLEEK's tolerance (1.5 windows) resends none and ends as a run without fast
     resends. With random loss (1e-3 per link) it still finds losses without waiting for
     timeouts: resends beyond one per lost data packet or ACK (queue drops included) stay under the 0.2 % of
-    packets the SMaRTT paper reports (measured 468 of 262,144), and it needs a third fewer
-    timeouts than recovery by timeouts alone (362 vs 533). The CCT is the same within 8 %
-    (234.7 vs 218.6 us; mean FCT 166.0 vs 163.2 us): under SMaRTT a loss costs a packet of
-    window and a QuickAdapt whether SACK or its timer finds it."""
+    packets the SMaRTT paper reports, and it needs a third fewer timeouts than recovery by
+    timeouts alone (366 vs 533). The mean FCT is the same within 5 % (167.1 vs 163.2 us;
+    seeds 2-3: 166.3 vs 161.9, 165.0 vs 161.9): under SMaRTT a loss costs a packet of
+    window and a QuickAdapt whether SACK or its timer finds it. The CCT, one flow's tail, is
+    noise at this size (250.4 vs 218.6 us; seeds 2-3: 209.4 vs 223.3, 225.8 vs 197.1)."""
     perm = {"kind": "permutation", "bytes": 8 << 20, "inter_pod": True}
     packets = 128 * (8 << 20) // 4096
 
@@ -152,7 +153,7 @@ def test_sleek_tolerance_stops_sack_resending_what_spraying_reorders():
     assert 0 <= needless <= 0.002 * packets, needless
     assert s["scheme_counters"]["loss.fast_resends"] > 0
     assert lossy.flows.timeouts.sum() < 0.8 * timeouts_only.flows.timeouts.sum()
-    assert abs(lossy.cct_us / timeouts_only.cct_us - 1) < 0.1
+    assert abs(lossy.flows.fct_us.mean() / timeouts_only.flows.fct_us.mean() - 1) < 0.05
 
 
 def test_smartt_keeps_permutation_flows_within_five_percent_of_each_other():

@@ -259,11 +259,13 @@ impl LossRecovery for Sack {
         }
         p.acked[s] = true;
         f.acked_count += 1;
+        let payload = f.payload_of(seq, full);
         if p.sent_at[s] != NEVER {
             f.latest_acked_send = f.latest_acked_send.max(p.sent_at[s]);
+            f.in_flight = f.in_flight.saturating_sub(payload as u64);
         }
-        let payload = f.payload_of(seq, full);
-        f.in_flight = f.in_flight.saturating_sub(payload as u64);
+        // (A copy declared lost and not yet resent left `in_flight` then: its late ACK
+        // takes nothing off again.)
         f.highest_acked = Some(f.highest_acked.map_or(seq, |h| h.max(seq)));
         while f.lowest_unacked < f.n_packets && p.acked[f.lowest_unacked as usize] {
             f.lowest_unacked += 1;
@@ -419,6 +421,25 @@ mod tests {
             s.on_feedback(&super::super::feedback(0, 9, Time(16)))
                 .complete
         );
+    }
+
+    #[test]
+    fn a_late_ack_of_a_packet_declared_lost_takes_nothing_more_out_of_flight() {
+        // 50 packets out; ACKs of 1..=33 pass the threshold of 32: packet 0 is declared
+        // lost (out of flight) and queued. Its first copy's ACK then beats the resend:
+        // 16 packets (34..50) are in flight, not 15.
+        let mut s = sack(50_000, 32);
+        for i in 0..50 {
+            s.next_packet(0, Time(i)).unwrap();
+        }
+        for seq in 1..=33 {
+            s.on_feedback(&super::super::feedback(0, seq, Time(100)));
+        }
+        assert_eq!(s.in_flight_bytes(0), 16 * 1000);
+        s.on_feedback(&super::super::feedback(0, 0, Time(101)));
+        assert_eq!(s.in_flight_bytes(0), 16 * 1000);
+        // Nothing to resend (all 50 sent once).
+        assert_eq!(s.next_packet(0, Time(102)), None);
     }
 
     #[test]
