@@ -41,6 +41,9 @@ use crate::params::ParamReader;
 use crate::transport::{CcTimers, Feedback};
 use crate::units::{Dur, Time};
 
+/// A flow's α clock before its first reply: α = 1 decays only while the flow exists.
+const NOT_STARTED: Time = Time(u64::MAX);
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Variant {
     Paper,
@@ -54,8 +57,8 @@ struct Flow {
     rt: u64,
     /// α in 2^-20.
     alpha: u64,
-    /// Start of the α period not yet applied (paper: restarts at each CNP; vendor: the
-    /// tick grid from the first CNP).
+    /// Start of the α period not yet applied (paper: from the flow's first send, restarted
+    /// at each CNP; vendor: the tick grid from the first CNP). `NOT_STARTED` until then.
     alpha_clock: Time,
     /// Vendor: a CNP came during the current α tick / since the last decrease check.
     cnp_alpha: bool,
@@ -139,7 +142,7 @@ impl Dcqcn {
             rc: start,
             rt: start,
             alpha: ONE,
-            alpha_clock: Time::ZERO,
+            alpha_clock: NOT_STARTED,
             cnp_alpha: false,
             cnp_decrease: false,
             first_cnp: None,
@@ -208,7 +211,8 @@ impl Dcqcn {
             fl.rt += if hyper > 0 { hyper * self.hai } else { self.ai };
         }
         fl.rt = fl.rt.min(self.line);
-        fl.rc = ((fl.rt + fl.rc) / 2).min(self.line);
+        // Rounded up, so that R_C reaches R_T (and the line rate, ending the timer).
+        fl.rc = (fl.rt + fl.rc).div_ceil(2).min(self.line);
         self.increases += 1;
     }
 
@@ -290,6 +294,11 @@ impl CongestionControl for Dcqcn {
     fn on_feedback(&mut self, fb: &Feedback, timers: &mut CcTimers) {
         let mut fl = self.flows[fb.flow as usize];
         let before = (fl.next_increase, fl.next_decrease);
+        if self.variant == Variant::Paper && fl.alpha_clock == NOT_STARTED {
+            // The α timer runs from the flow's start: its first reply's packet left one
+            // round trip ago.
+            fl.alpha_clock = Time(fb.now.0.saturating_sub(fb.rtt.0));
+        }
         if fb.cnp() {
             self.on_cnp(&mut fl, fb.now);
         } else if self.variant == Variant::Paper && !self.recovered(&fl) {
@@ -411,6 +420,57 @@ mod tests {
         let alpha = (255.0f64 / 256.0).powi(10);
         let want = before * (1.0 - alpha / 2.0);
         assert!((cc.rate_bps(0) as f64 / want - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn paper_alpha_decays_from_the_flows_start_not_the_runs() {
+        // A flow starting at 50 ms (its first reply at 50.01 ms, RTT 10 µs): α = 1 at a
+        // CNP 20 µs in, so the rate halves; from t = 0 it would be (255/256)^909 ≈ 0.03.
+        let mut cc = dcqcn(serde_json::json!({}));
+        let mut t = CcTimers::default();
+        let start = 50_000_000_000u64;
+        cc.on_feedback(
+            &reply(0, 0, start + 10_000_000, 10_000_000, 4096, 0),
+            &mut t,
+        );
+        cc.on_feedback(
+            &reply(0, 1, start + 20_000_000, 10_000_000, 4096, flags::CNP),
+            &mut t,
+        );
+        assert_eq!(cc.rate_bps(0), 50_000_000_000);
+        // Ten quiet periods of 55 µs after its start: α = (255/256)^10 at the first CNP.
+        let mut cc = dcqcn(serde_json::json!({}));
+        cc.on_feedback(
+            &reply(0, 0, start + 10_000_000, 10_000_000, 4096, 0),
+            &mut t,
+        );
+        cc.on_feedback(
+            &reply(0, 1, start + 555_000_000, 10_000_000, 4096, flags::CNP),
+            &mut t,
+        );
+        let alpha = (255.0f64 / 256.0).powi(10);
+        let want = 100e9 * (1.0 - alpha / 2.0);
+        assert!(
+            (cc.rate_bps(0) as f64 / want - 1.0).abs() < 1e-5,
+            "{}",
+            cc.rate_bps(0)
+        );
+    }
+
+    #[test]
+    fn recovery_reaches_the_line_rate_and_stops_the_timer() {
+        // R_C ← ⌈(R_T + R_C)/2⌉: after a cut the rate gets back to exactly the line rate
+        // (a floor would leave it 1 b/s short and the timer firing for the flow's life).
+        let mut cc = dcqcn(serde_json::json!({}));
+        let mut t = CcTimers::default();
+        cc.on_feedback(&reply(0, 0, 0, 1, 0, flags::CNP), &mut t);
+        let trace = timers_until(&mut cc, 1_000_000_000_000);
+        assert_eq!(trace.last().unwrap().1, 100.0, "{trace:?}");
+        assert!(
+            trace.len() < 60,
+            "the timer stopped after {} events",
+            trace.len()
+        );
     }
 
     #[test]
