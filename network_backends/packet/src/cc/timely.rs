@@ -186,12 +186,14 @@ impl CongestionControl for Timely {
                     fl.rate = (fl.rate + self.delta).min(self.line_rate);
                 }
                 None => {
-                    fl.increases += 1;
+                    // R_HAI once `hai_after` increases came before this one (HPCC's
+                    // incStage >= 5).
                     let step = if fl.increases >= self.hai_after {
                         self.hai
                     } else {
                         self.delta
                     };
+                    fl.increases += 1;
                     fl.rate = (fl.rate + step).min(self.line_rate);
                 }
                 Some(c) => {
@@ -284,10 +286,10 @@ mod tests {
             "{}",
             t.rate_bps(0)
         );
-        // Between T_low and T_high with a flat RTT: δ four times, then R_HAI = 5δ.
+        // Between T_low and T_high with a flat RTT: δ five times, then R_HAI = 5δ.
         let mut t = timely(json!({"init_rate": 0.5})).unwrap();
-        let r = rates(&mut t, &[100.0; 8]);
-        let want = [50.0, 50.1, 50.2, 50.3, 50.4, 50.9, 51.4, 51.9];
+        let r = rates(&mut t, &[100.0; 9]);
+        let want = [50.0, 50.1, 50.2, 50.3, 50.4, 50.5, 51.0, 51.5, 52.0];
         for (got, want) in r.iter().zip(want) {
             assert!((got - want).abs() < 1e-9, "{r:?}");
         }
