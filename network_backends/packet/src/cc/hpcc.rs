@@ -16,8 +16,9 @@
 //! point N flows hold U = η + N·W_AI/(B·T) = η + N·R_AI/B with no standing queue.
 //!
 //! Defaults: η 0.95, max_stage 5 (UET, the paper; ns-3's run.py passes 0), R_AI = line
-//! rate / 2500 (ns-3's 40 Mb/s at 100 Gbps), R_min = line / 1000, T = the flow's unloaded
-//! round trip (ns-3 takes the largest over all host pairs; `t_us` sets one for all).
+//! rate / 2500 (ns-3's 40 Mb/s at 100 Gbps), R_min = line / 100 (ns-3's 1 Gb/s at 100
+//! Gbps, as `dcqcn`), T = the flow's unloaded round trip (ns-3 takes the largest over all
+//! host pairs; `t_us` sets one for all).
 //!
 //! Multipath: a hop's record is compared only with the last record from the same port,
 //! so under spraying the hops a flow's packets share (the first and the last) carry the
@@ -77,7 +78,7 @@ impl Hpcc {
         let eta = p.f64_in_open_closed("eta", 0.95, 0.0, 1.0)?;
         let max_stage = p.int_in("max_stage", 5, 0, 1_000_000)? as u32;
         let ai = p.f64_in_open_closed("ai_gbps", gbps / 2500.0, 0.0, gbps)?;
-        let min_rate = p.f64_in_open_closed("min_rate_gbps", gbps / 1000.0, 0.0, gbps)?;
+        let min_rate = p.f64_in_open_closed("min_rate_gbps", gbps / 100.0, 0.0, gbps)?;
         let t_us = p.f64_opt("t_us", 0.0, 1e6)?;
         p.finish()?;
         let flows = (init.paths.iter())
