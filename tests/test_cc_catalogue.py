@@ -55,6 +55,8 @@ def test_every_new_preset_runs_and_conserves_bytes():
     ("mcc_spray", {"chunk_bytes": 0}, "chunk_bytes"),
     ("mcc_spray", {"msg_slack": 3.0}, "pkt_slack"),  # above the preset's pkt_slack: both given, the later is named
     ("mcc_spray", {"target": 1.0}, "target"),  # not a parameter of MCC
+    ("eqds_trim", {"window_bdp": 0.0}, "window_bdp"),  # speculating nothing, a flow is never pulled
+    ("swift", {"fs_min_cwnd": 100.0}, "fs_min_cwnd"),  # equal flow-scaling bounds: a slope of 1/0
 ])
 def test_bad_parameters_are_refused_naming_the_scheme_and_the_field(preset, params, field):
     cc = load_scheme_preset(preset)["cc"]

@@ -110,9 +110,19 @@ impl<'a> ParamReader<'a> {
     /// the first pair out of order (the later one if both were given), so a lone
     /// `quantum1 = 0.5` is named, not the `quantum2` left at its default.
     pub fn ascending(&self, named: &[(&str, f64)]) -> SimResult<()> {
+        self.ordered(named, false)
+    }
+
+    /// As `ascending`, but equal values are refused too.
+    pub fn strictly_ascending(&self, named: &[(&str, f64)]) -> SimResult<()> {
+        self.ordered(named, true)
+    }
+
+    fn ordered(&self, named: &[(&str, f64)], strict: bool) -> SimResult<()> {
+        let (rel, not) = if strict { ("<", ">=") } else { ("<=", ">") };
         for pair in named.windows(2) {
             let ((lo_name, lo), (hi_name, hi)) = (pair[0], pair[1]);
-            if lo > hi {
+            if lo > hi || (strict && lo == hi) {
                 let blamed = if self.params.contains_key(hi_name) {
                     hi_name
                 } else {
@@ -120,7 +130,7 @@ impl<'a> ParamReader<'a> {
                 };
                 return Err(self.bad(
                     blamed,
-                    format!("must satisfy {lo_name} <= {hi_name}, got {lo} > {hi}"),
+                    format!("must satisfy {lo_name} {rel} {hi_name}, got {lo} {not} {hi}"),
                 ));
             }
         }

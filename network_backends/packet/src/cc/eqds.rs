@@ -1,6 +1,7 @@
 //! `eqds`: EQDS's sender (CC-CATALOGUE §8): receiver-driven. A flow first speculates one
 //! window (`window_bdp` bandwidth-delay products of its path, default 1, as many whole
-//! packets), then sends only on credit: each PULL from the receiver's pacer
+//! packets: what fills the pipe on any fabric, where UET's `eqds.cpp` fixes 64 packets),
+//! then sends only on credit: each PULL from the receiver's pacer
 //! (`receiver::eqds`, which this scheme installs) allows one more packet. A PULL's `seq`
 //! is the flow's pull count, so credit = the largest seen (a lost pull is made up by the
 //! next). Loss recovery decides which packet a credit sends (a NACKed one first).
@@ -56,7 +57,9 @@ pub struct Eqds {
 
 pub fn build(init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionControl>> {
     let mut p = ParamReader::new("cc", "eqds", params);
-    let window_bdp = p.f64_in("window_bdp", 1.0, 0.0, 1e6)?;
+    // Above 0: a flow that speculates nothing is never pulled (its receiver learns of it
+    // from its first packet).
+    let window_bdp = p.f64_in_open_closed("window_bdp", 1.0, 0.0, 1e6)?;
     let probe_us = p.f64_in_open_closed("probe_us", 250.0, 0.0, 1e6)?;
     p.finish()?;
     let mss = init.mss as f64;

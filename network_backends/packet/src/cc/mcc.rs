@@ -139,8 +139,8 @@ impl Mcc {
         } else {
             // ai MSS per window: ai·MSS·chunk/W per chunk (in 2^-FX bytes).
             let step = mul_div(
-                mul_div(self.ai, self.mss * self.chunk, ONE) << FX,
-                1 << FX,
+                mul_div(self.ai, self.mss * self.chunk, ONE),
+                1 << (2 * FX),
                 fl.w.max(1),
             );
             fl.w = (fl.w + step).min(fl.w_max);

@@ -8,7 +8,8 @@
 //! | unmarked | MI: cwnd += min(size, mi·(trtt − rtt)/rtt·(size/cwnd)·mtu) + FI | FI: cwnd += (size/cwnd)·mtu·fi |
 //!
 //! (The paper's Eqs. 1-2 read "cwnd = ..." but are decrements; md = 2 makes MD remove
-//! exactly one packet per ACK at rtt = 2·trtt.) Decreases wait for congestion to be
+//! exactly one packet per ACK at rtt = 2·trtt. §3.2.2 adds FD to MD "not shown in Eq. 2"
+//! and caps the decrease at one packet; the cap covers both, as the authors' htsim code.) Decreases wait for congestion to be
 //! persistent (Wait-to-Decrease, §3.6.1): an EWMA of the ECN marks must be at least
 //! `wtd`, so that REPS can move traffic off a transiently marked path first.
 //!

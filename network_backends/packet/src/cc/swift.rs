@@ -167,7 +167,8 @@ impl SwiftCore {
         let fs_range = p.f64_in("fs_range_us", 5.0 * queue_us, 0.0, 1e6)?;
         let fs_min = p.f64_in_open_closed("fs_min_cwnd", 0.1, 0.0, 1e6)?;
         let fs_max = p.f64_in_open_closed("fs_max_cwnd", 100.0, 0.0, 1e6)?;
-        p.ascending(&[("fs_min_cwnd", fs_min), ("fs_max_cwnd", fs_max)])?;
+        // Equal bounds would make the flow-scaling slope 1/0.
+        p.strictly_ascending(&[("fs_min_cwnd", fs_min), ("fs_max_cwnd", fs_max)])?;
         let min_cwnd = p.f64_in_open_closed("min_cwnd", 0.001, 0.0, 1e6)?;
         let max_cwnd = p.f64_in_open_closed("max_cwnd", 2.0, 0.0, 1e6)?;
         let rtx_reset = p.u32_min("rtx_reset", 5, 1)?;
@@ -567,6 +568,11 @@ mod tests {
             (&SWIFT, json!({"beta": 1.2}), "`beta`"),
             (&SWIFT, json!({"max_mdf": -0.5}), "`max_mdf`"),
             (&SWIFT, json!({"fs_min_cwnd": 200.0}), "`fs_min_cwnd`"),
+            (
+                &SWIFT,
+                json!({"fs_max_cwnd": 0.1}),
+                "fs_min_cwnd < fs_max_cwnd",
+            ),
             (&SWIFT, json!({"target": 10.0}), "`target`"),
             (&SWIFT, json!({"median_window": 9}), "`median_window`"),
             (&MSWIFT, json!({"median_window": 200}), "`median_window`"),

@@ -2,7 +2,8 @@
 //! expects next and acknowledges cumulatively (the reply's `seq` is the highest in-order
 //! packet). A packet past a gap is discarded and answered, once per gap, by a NACK naming
 //! the expected packet; a duplicate is acknowledged again (a receiver that stays silent on
-//! duplicates livelocks a flow whose ACK was lost, §13). A trimmed packet is a gap.
+//! duplicates livelocks a flow whose ACK was lost, §13). A trimmed packet is a gap; a
+//! trimmed copy of the expected packet is NACKed every time.
 
 use super::{Arrival, ReceiverInit, ReceiverPolicy, Reply};
 use crate::config::Params;
@@ -55,7 +56,10 @@ impl ReceiverPolicy for GoBackN {
             };
         }
         self.discarded += 1;
-        if f.nacked == Some(f.expected) {
+        // A trimmed copy of the expected packet is a resend lost again: NACKed again, or
+        // only the sender's timeout would recover it.
+        let resend_trimmed = a.seq == f.expected;
+        if f.nacked == Some(f.expected) && !resend_trimmed {
             return Reply::Nothing;
         }
         f.nacked = Some(f.expected);
@@ -109,6 +113,15 @@ mod tests {
         assert_eq!(at(1, 0), Reply::Ack { seq: 2, flags: 0 });
         assert_eq!(at(3, 0), Reply::Ack { seq: 3, flags: 0 });
         // A trimmed packet is a gap too, NACKed once.
+        assert_eq!(
+            at(4, flags::TRIMMED),
+            Reply::Ack {
+                seq: 4,
+                flags: flags::NACK
+            }
+        );
+        assert_eq!(at(5, 0), Reply::Nothing);
+        // The resend of 4 is trimmed too: NACKed again (5 behind it still is not).
         assert_eq!(
             at(4, flags::TRIMMED),
             Reply::Ack {
