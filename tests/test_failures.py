@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tracefabric import ConfigError
+from tracefabric import ConfigError, SimulationDidNotFinish
 from tracefabric.tools.cli import app
 from tracefabric.traces.microbenchmark import write_microbenchmark
 from tracefabric.collectives.iteration import simulate as run_iteration
@@ -90,6 +90,19 @@ def test_ethereal_moves_only_the_subflow_on_a_dead_link():
     assert run["ethereal"].cct_us < run["host_spray"].cct_us
     assert run["ethereal"].summary["lb_counters"]["reroutes"] < 64
     assert run["ethereal"].summary["frames_blackholed"] > 0  # the failure did hit it
+
+
+def test_a_flow_stalled_behind_a_link_that_routes_never_avoid_says_so():
+    # k = 4, aggregation 24 - core 32 down from the start, detected at once: core 32 has no
+    # other way into pod 0, and without convergence ECMP keeps hashing replies (here ACKs)
+    # through it. The stalled flow's error names the link and the missing convergence;
+    # with G = 0 the same run completes.
+    fail = {"links": [{"nodes": [24, 32]}]}
+    with pytest.raises(SimulationDidNotFinish) as e:
+        simulate("fat-tree:k=4", "permutation:size=64KiB", failures=fail, seed=1)
+    assert "links down: 24-32" in str(e.value) and "convergence_us" in str(e.value)
+    r = simulate("fat-tree:k=4", "permutation:size=64KiB", failures={**fail, "convergence_us": 0}, seed=1)
+    assert r.summary["data_bytes_delivered"] == 16 * 65536 and r.summary["rho_max"] < 1
 
 
 def test_each_flow_reports_the_frames_failures_cost_it():

@@ -173,6 +173,30 @@ impl Simulation {
         )
     }
 
+    /// Why a stalled flow may have stalled while links are down: its data (or its ACKs,
+    /// not counted per flow) go into them, and routes that never converge keep them
+    /// there (a switch away from the link has no local reroute).
+    pub(super) fn blackhole_hint(&self, f: u32) -> String {
+        let down: Vec<String> = (0..self.ports.len())
+            .step_by(2)
+            .filter(|&p| self.ports[p].down)
+            .map(|p| format!("{}-{}", self.topo.ports[p].owner, self.topo.ports[p].peer))
+            .collect();
+        if down.is_empty() {
+            return String::new();
+        }
+        let frames = self.failures.per_flow.get(&f).copied().unwrap_or(0);
+        let fix = if self.failures.converged {
+            ""
+        } else {
+            "; routes never converge around them (failures.convergence_us / convergence_rtts unset), so a hash-based LB keeps a flow, or its ACKs, on them: set one, or use an LB that moves paths on timeouts (reps, ethereal, host_spray)"
+        };
+        format!(
+            "; links down: {} ({frames} of this flow's data frames went into them){fix}",
+            down.join(", ")
+        )
+    }
+
     /// The frames on a failing link's wire are lost where they are (their arrival events
     /// still come, and drop them).
     fn cut_wire(&mut self, port: usize) {

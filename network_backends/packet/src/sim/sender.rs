@@ -217,10 +217,12 @@ impl Simulation {
             let flow = &mut self.flows[f as usize];
             self.hot[f as usize].timed_out = true;
             if flow.timeouts_in_a_row > self.limits.max_timeouts {
+                let hint = self.blackhole_hint(f);
+                let flow = &self.flows[f as usize];
                 let reason = format!(
-                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts) of {:.3} us each (limits.rto_us); {lost} packets presumed lost in the last one",
+                    "flow {f} ({} -> {}) made no progress through {} consecutive timeouts (limits.max_timeouts) of {:.3} us each (limits.rto_us); {lost} packets presumed lost in the last one{hint}",
                     flow.spec.src, flow.spec.dst, self.limits.max_timeouts,
-                    self.rto.0 as f64 / PS_PER_US as f64
+                    self.rto.0 as f64 / PS_PER_US as f64,
                 );
                 self.error = Some(self.unfinished(reason));
                 return;
