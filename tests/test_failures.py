@@ -55,6 +55,12 @@ def test_the_cli_takes_failures():
     res = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--traffic", "permutation:size=64KiB",
                                    "--lb", "reps", "--failures", "probability=0.1,convergence_us=0,seed=3", "--json"])
     assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)  # the same run from Python: the JSON carries every failure count
+    py = simulate("fat-tree:k=4", "permutation:size=64KiB", lb="reps", failures="probability=0.1,convergence_us=0,seed=3",
+                  link={"rate_gbps": 800, "latency_ns": 500}, switch={"buffer_bytes": 800_000}, seed=1)
+    for key in ("rho_max", "frames_blackholed", "data_bytes_blackholed", "reroutes", "digest"):
+        assert out[key] == py.summary[key], key
+    assert out["rho_max"] < 1 and out["cct_us"] == py.cct_us
     cut = CliRunner().invoke(app, ["net", "run", "--topology", "fat-tree:k=4", "--failures", "probability=0.2,convergence_us=0,seed=3"])
     said = cut.output + str(cut.exception or "")
     assert cut.exit_code != 0 and "cannot reach its destination" in said and "links down: " in said

@@ -122,7 +122,7 @@ def net_run(
     scheme: Annotated[Optional[str], typer.Option(help="Scheme preset from astra_configs/schemes (LB + CC + loss with paper parameters).")] = None,
     lb: Annotated[Optional[str], typer.Option(help="Load balancer (overrides the preset's).")] = None,
     cc: Annotated[Optional[str], typer.Option(help="Congestion control (overrides the preset's).")] = None,
-    loss: Annotated[Optional[str], typer.Option(help="Loss recovery: erasure | sack | trim | gbn.")] = None,
+    loss: Annotated[Optional[str], typer.Option(help="Loss recovery: erasure | sack | trim | gbn | rto.")] = None,
     qdisc: Annotated[Optional[str], typer.Option(help="Switch queue discipline: red (default) | pfc (lossless).")] = None,
     param: Annotated[Optional[list[str]], typer.Option(help="Scheme parameter FAMILY.NAME=VALUE (FAMILY lb, cc, loss or qdisc), e.g. loss.threshold=6; repeatable.")] = None,
     seed: Seed = 1,
@@ -151,14 +151,19 @@ def net_run(
                      **{f"{k}_params": v for k, v in params.items()}, **fabric_settings(link_gbps, latency_ns, buffer))
     if flows_out:
         write_frame(r.flows, flows_out)
-    if as_json:
-        print(json.dumps({**r.summary_row(), "stages": r.stages.to_dict(orient="records")}, indent=2))
+    if as_json:  # every engine count (failures' rho_max and blackholed bytes, scheme counters), then the row's names
+        print(json.dumps({**r.summary, **r.summary_row(), "stages": r.stages.to_dict(orient="records")}, indent=2))
         return
     t = Table(title=f"{r.config['scheme']['lb']} / {r.config['scheme']['cc']} / {r.config['scheme']['loss']} on {topology}, {traffic}")
-    for col in ("CCT (us)", "lower bound (us)", "increase", "drops", "ECN marks", "flows"):
+    cols = ["CCT (us)", "lower bound (us)", "increase", "drops", "ECN marks", "flows"]
+    row = [f"{r.cct_us:.3f}", f"{r.lower_bound_us:.3f}", f"{100 * r.cct_increase:.2f} %", str(r.summary["data_packets_dropped"]),
+           str(r.summary["ecn_marks"]), str(len(r.flows))]
+    if failures:  # the failure-aware bound (the lower bound above is the intact fabric's) and what the failures cost
+        cols += ["rho_max", "blackholed frames", "reroutes"]
+        row += [f"{r.summary['rho_max']:.4f}", str(r.summary["frames_blackholed"]), str(r.summary["reroutes"])]
+    for col in cols:
         t.add_column(col, justify="right")
-    t.add_row(f"{r.cct_us:.3f}", f"{r.lower_bound_us:.3f}", f"{100 * r.cct_increase:.2f} %", str(r.summary["data_packets_dropped"]),
-              str(r.summary["ecn_marks"]), str(len(r.flows)))
+    t.add_row(*row)
     console.print(t)
     s = Table(title="per stage")
     for col in ("stage", "ports", "max queue (B)", "mean queue (B)", "utilization", "max link load", "drops", "ECN marks"):
