@@ -38,6 +38,18 @@ def test_dcqcn_sends_cnps_only_for_marked_packets_and_cuts_on_them():
     assert cnps <= 4 * (r.cct_us / 50 + 1)
 
 
+def test_the_roce_preset_with_the_vendor_variant_is_the_vendor_variant():
+    # The preset pins only `variant`: switching it gets the vendor defaults (300 µs timer,
+    # F = 1, CNP per marked packet), the same run as naming them all by hand.
+    incast = "incast:dst=0,senders=4,size=1MiB"
+    kw = dict(seed=1, link={"rate_gbps": 100, "latency_ns": 1000}, switch={"buffer_bytes": 100_000})
+    r = simulate("fat-tree:k=4", incast, scheme="roce", cc_params={"variant": "vendor"}, **kw)
+    assert r.config["scheme"]["cc_params"] == {"variant": "vendor"}
+    by_hand = simulate("fat-tree:k=4", incast, scheme="roce", **kw,
+                       cc_params={"variant": "vendor", "alpha_interval_us": 1.0, "timer_us": 300.0, "f": 1, "cnp_interval_us": 0.0})
+    assert r.summary["digest"] == by_hand.summary["digest"] and r.summary["scheme_counters"]["cc.rate_cuts"] > 0
+
+
 @pytest.mark.parametrize("pmax", [0.0, 1.5, -0.1])
 def test_a_marking_probability_outside_0_1_is_refused(pmax):
     with pytest.raises(ConfigError) as e:
