@@ -65,6 +65,17 @@ def test_bad_parameters_are_refused_naming_the_scheme_and_the_field(preset, para
     assert e.value.field == field and f"`{cc}`" in str(e.value) and f"`{field}`" in str(e.value)
 
 
+def test_nscc_targets_one_base_rtt_without_trimming():
+    # UET's initNsccParams: 0.75 base RTTs when switches trim, 1.0 when they drop. The
+    # default follows the loss recovery: under SACK (drops) it is the run with 1.0.
+    run = dict(topology="fat-tree:k=4", traffic="incast:dst=0,senders=8,size=512KiB", cc="nscc", seed=1)
+    sack = simulate(**run, loss="sack")
+    assert sack.summary["digest"] == simulate(**run, loss="sack", cc_params={"target_qdelay": 1.0}).summary["digest"]
+    assert sack.summary["digest"] != simulate(**run, loss="sack", cc_params={"target_qdelay": 0.75}).summary["digest"]
+    trim = simulate(**run, loss="trim")
+    assert trim.summary["digest"] == simulate(**run, loss="trim", cc_params={"target_qdelay": 0.75}).summary["digest"]
+
+
 # UEC's validation (validate_uec_sender): 100 Gbps NICs on a 3-tier tree (k = 4, 1 µs
 # links), queues of one BDP of its 12 µs network RTT (150 KB), 2 MB flows.
 UEC = dict(link={"rate_gbps": 100, "latency_ns": 1000}, switch={"buffer_bytes": 150_000}, scheme="nscc_trim", seed=1)

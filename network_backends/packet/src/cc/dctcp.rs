@@ -172,6 +172,7 @@ mod tests {
             line_rate: crate::units::Rate::from_gbps(100.0),
             mss: 4096,
             packet_wire_bytes: 4158,
+            trimming: false,
         };
         Dctcp::new(&init, &serde_json::from_value(params).unwrap())
     }

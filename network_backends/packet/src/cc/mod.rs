@@ -34,6 +34,8 @@ pub struct CcInit<'a> {
     pub mss: u32,
     /// Bytes a full data packet takes on the wire (payload and header).
     pub packet_wire_bytes: u32,
+    /// Whether the loss recovery has switches trim (NACKs) rather than drop.
+    pub trimming: bool,
 }
 
 /// A flow's sending limit: a window of bytes in flight and/or a pacing gap.
@@ -225,6 +227,7 @@ pub(crate) mod testkit {
                 line_rate: self.rate,
                 mss: MSS,
                 packet_wire_bytes: WIRE,
+                trimming: false,
             }
         }
     }

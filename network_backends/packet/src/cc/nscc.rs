@@ -95,7 +95,8 @@ pub fn build(init: &CcInit, params: &Params) -> SimResult<Box<dyn CongestionCont
 impl Nscc {
     fn new(init: &CcInit, params: &Params) -> SimResult<Nscc> {
         let mut p = ParamReader::new("cc", "nscc", params);
-        let target_qdelay = p.f64_in_open_closed("target_qdelay", 0.75, 0.0, 100.0)?;
+        let default_target = if init.trimming { 0.75 } else { 1.0 };
+        let target_qdelay = p.f64_in_open_closed("target_qdelay", default_target, 0.0, 100.0)?;
         let gamma = p.f64_in_open_closed("gamma", 0.8, 0.0, 1.0)?;
         let qa_gate = p.int_in("qa_gate", 3, 0, 30)? as u32;
         let max_window = p.f64_in_open_closed("max_window", 1.5, 0.0, 1e3)?;
@@ -319,8 +320,12 @@ mod tests {
     use crate::units::Rate;
     use serde_json::json;
 
-    /// CC-CATALOGUE §7's setting: 800 Gbps, RTT 12.25 µs (BDP 1.225 MB), MSS 4096.
+    /// CC-CATALOGUE §7's setting: 800 Gbps, RTT 12.25 µs (BDP 1.225 MB), MSS 4096, trimming.
     fn nscc(params: serde_json::Value) -> Nscc {
+        nscc_trimming(params, true)
+    }
+
+    fn nscc_trimming(params: serde_json::Value, trimming: bool) -> Nscc {
         let paths = Paths {
             paths: vec![FlowPath {
                 hops: 6,
@@ -329,7 +334,11 @@ mod tests {
             }],
             rate: Rate::from_gbps(800.0),
         };
-        Nscc::new(&paths.init(), &serde_json::from_value(params).unwrap()).unwrap()
+        let init = CcInit {
+            trimming,
+            ..paths.init()
+        };
+        Nscc::new(&init, &serde_json::from_value(params).unwrap()).unwrap()
     }
 
     fn ack(seq: u32, now_us: f64, delay_us: f64, marked: bool) -> Feedback {
@@ -366,6 +375,8 @@ mod tests {
         assert_eq!(n.cwnd_bytes(0), 1_837_500.0);
         assert_eq!(f.alpha, (4.0 * 4096.0 * a * 9.1875 / 12.0).round() as u64);
         assert_eq!(f.fi_scale, fixed(0.25 * a));
+        // Without trimming the target is one base RTT (UET's initNsccParams).
+        assert_eq!(nscc_trimming(json!({}), false).flows[0].target, 12_250_000);
     }
 
     #[test]

@@ -160,6 +160,14 @@ impl Simulation {
                 }
             })
             .collect();
+        let loss = loss::build(
+            &scheme.loss,
+            &LossInit {
+                flow_bytes: &specs.iter().map(|f| f.bytes).collect::<Vec<_>>(),
+                payload_bytes: fab.packet.payload_bytes,
+            },
+            &scheme.loss_params,
+        )?;
         let cc = cc::build(
             &scheme.cc,
             &CcInit {
@@ -168,16 +176,9 @@ impl Simulation {
                 line_rate: rate,
                 mss: fab.packet.payload_bytes,
                 packet_wire_bytes: fab.packet.payload_bytes + fab.packet.header_bytes,
+                trimming: loss.wants_trimming(),
             },
             &scheme.cc_params,
-        )?;
-        let loss = loss::build(
-            &scheme.loss,
-            &LossInit {
-                flow_bytes: &specs.iter().map(|f| f.bytes).collect::<Vec<_>>(),
-                payload_bytes: fab.packet.payload_bytes,
-            },
-            &scheme.loss_params,
         )?;
         // A receiver-driven CC's pacer answers data packets with the policy the loss
         // recovery (or `scheme.receiver`) names; the pacer takes `receiver_params` then.
