@@ -19,7 +19,7 @@ from typing import Any
 
 from ..astra_configs.formats import AstraNetwork, check_network, check_system
 from ..collectives.iteration import BACKENDS, REUSE_MODES, backend_spec
-from ..errors import ConfigError
+from ..errors import ConfigError, SchemeParamError
 from ..network_backends.packet import build_config, check_config
 from ..network_backends.packet.specs import topology_config
 from ..traces.models import get_model
@@ -130,8 +130,14 @@ def _captured(path: str) -> tuple[int, str, str]:
     return w.ranks, name, h.hexdigest()[:16]
 
 
-def _axis_of(field: str, point: dict[str, Any]) -> str:
+def _axis_of(e: ConfigError, point: dict[str, Any]) -> str:
     """Which of the point's keys an error's field belongs to."""
+    field = e.field
+    if isinstance(e, SchemeParamError):  # a parameter of the scheme a family's params name
+        params = f"{e.family}_params"
+        return params if point.get(params) is not None else e.family if point.get(e.family) is not None else "scheme"
+    if "." in field and field.split(".")[0] in point:  # `failures.prob`, `lb.buffer`
+        field = field.split(".")[0]
     if field in ("preset", "lb", "cc", "loss", "lb_params", "cc_params", "loss_params") or field.startswith(("lb.", "cc.")):
         family = field.split(".")[0]
         return family if family in point and point.get(family) is not None else "scheme"
@@ -140,6 +146,15 @@ def _axis_of(field: str, point: dict[str, Any]) -> str:
     if field in ("heads", "kv_heads", "ffn", "layers", "experts"):
         return "model"
     return field if field in point else "model" if field == "workload" else field
+
+
+def _check_engine_scheme(engine_spec: dict[str, Any]) -> None:
+    """A packet-backend iteration's scheme names and parameters, checked before any trace
+    is synthesized: the engine's own checks on its config with one stand-in flow."""
+    cfg = engine_spec.get("config")
+    if cfg is None or "scheme" not in cfg:
+        return
+    check_config({**cfg, "traffic": {"kind": "flows", "src": [0], "dst": [1], "bytes": [1], "start_ps": [0]}})
 
 
 def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
@@ -208,6 +223,7 @@ def resolve_point(point: dict[str, Any], spec: StudySpec) -> dict[str, Any]:
     # Names, fabric, servers, ranks vs hosts, and a given placement policy (the default, the
     # trace's own placement.json, is read when the point runs).
     engine_spec, *_ = backend_spec(backend, net, plan.world, scheme, point["placement"], None)
+    _check_engine_scheme(engine_spec)
     del sys_cfg
     labels.update(model=model.name, **{k: getattr(plan, k) for k in PLAN_KEYS}, trace_seed=plan.seed)
     engine_scheme = engine_spec.get("config", {}).get("scheme")
@@ -235,6 +251,7 @@ def _resolve_captured(point: dict[str, Any], spec_dir: Path, out: dict[str, Any]
     if not isinstance(net, AstraNetwork) and ranks > _hosts({"topology": network["topology"]}):
         raise ConfigError(f"trace {point['trace']!r} has {ranks} ranks: fabric `{fabric_label}` has fewer hosts", "trace")
     engine_spec, *_ = backend_spec(point["backend"], net, ranks, scheme, point["placement"], path)
+    _check_engine_scheme(engine_spec)
     engine_scheme = engine_spec.get("config", {}).get("scheme")
     labels.update(model=name, world=ranks, **{k: engine_scheme[k] if engine_scheme else None for k in ("lb", "cc", "loss")})
     out.update(kind="iteration", workload={"trace": path, "digest": digest}, system=system, network=network,
@@ -256,10 +273,14 @@ def resolve(spec: StudySpec) -> list[dict[str, Any]]:
         try:
             r = resolve_point(point, spec)
         except ConfigError as e:
-            axis = _axis_of(e.field, point)
-            value = point.get(axis, point.get("scheme") if axis in ("lb", "cc", "loss", "preset") else None)
+            axis = _axis_of(e, point)
             shown = ", ".join(f"{k}={point[k]}" for k in spec.axes)
-            raise ConfigError(f"{spec.path}: point {i + 1} ({shown}): axis `{axis}` = {value!r}: {e}", axis) from None
+            if axis in point:
+                value = point[axis] if point[axis] is not None or axis not in ("lb", "cc", "loss", "preset") else point.get("scheme")
+                where = f"axis `{axis}` = {value!r}"
+            else:  # not one of the point's keys: the error's own field says where
+                where = f"`{e.field}`"
+            raise ConfigError(f"{spec.path}: point {i + 1} ({shown}): {where}: {e}", axis) from None
         r["key"] = key_of(r)  # labels too: a renamed fabric is a new row
         if r["key"] not in seen:  # e.g. a scheme axis on a backend that ignores it twice: one run
             seen.add(r["key"])

@@ -198,6 +198,8 @@ def test_a_failing_point_is_recorded_and_the_others_run(tmp_path):
     ({"axes": {"world": [8, 32]}}, "world", 32),  # 32 ranks on a 16-host fabric
     ({"axes": {"model": ["gpt2-small"]}, "defaults": {**SPEC["defaults"], "world": 10, "tp": 5}}, "tp", 5),  # 5 does not divide 12 heads
     ({"axes": {"backend": ["packet", "analytical:flow"], "scheme": ["reps"]}}, "scheme", "reps"),
+    ({"axes": {"lb": ["reps"], "lb_params": [{"buffr": 8}]}}, "lb_params", {"buffr": 8}),  # a misspelt parameter, before synthesis
+    ({"axes": {"failures": ["prob=0.01"]}}, "failures", "prob=0.01"),  # a misspelt failures key
 ])
 def test_bad_specs_are_refused_before_any_run_naming_axis_and_value(tmp_path, change, axis, value):
     spec = {**SPEC, **change}
