@@ -178,6 +178,7 @@ def simulate(
     comm_groups: str | Path | None = None,
     placement: Any = None,
     reuse: str = "exact",
+    seed: int | None = None,
     **scheme: Any,
 ) -> IterationResults:
     """Run one workload. `scheme` takes the packet engine's scheme options (`scheme=` preset
@@ -185,11 +186,18 @@ def simulate(
     ranks on a packet fabric's GPU slots (see `placement.resolve`; default: the workload's
     placement.json, else rank r on slot r). `reuse` (packet backend): `exact` replays busy
     periods only where the result is bit-identical to simulating them, `fast` also where
-    the schemes' state differs (an approximation), `off` simulates every packet."""
+    the schemes' state differs (an approximation), `off` simulates every packet. `seed`
+    replaces a packet fabric's own `seed` (its random LB choices, failures, placements)."""
     if reuse not in REUSE_MODES:
         raise ConfigError(f"reuse = {reuse!r:.40}: expected one of {', '.join(REUSE_MODES)}", "reuse")
     sys_cfg = _system(system)
     net = _network(network)
+    if seed is not None:
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+            raise ConfigError(f"seed = {seed!r:.40}: expected an integer in [0, 2^64)", "seed")
+        if isinstance(net, AstraNetwork):  # ASTRA-sim's analytical dimensions draw nothing at random
+            raise ConfigError(f"seed = {seed}: {net.path} is an ASTRA-sim network; a seed applies to packet fabrics only", "seed")
+        net = PacketFabric({**net.config, "seed": seed}, net.path)
     if memory is not None and not isinstance(memory, RemoteMemory):
         _need_path(memory, "memory", "a RemoteMemory")
     mem = memory if isinstance(memory, RemoteMemory) else read_memory(memory)

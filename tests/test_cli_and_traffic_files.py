@@ -188,3 +188,37 @@ def test_a_bad_scheme_preset_is_named_with_its_file_and_key(tmp_path, monkeypatc
         with pytest.raises(ConfigError) as e:
             build_config("fat-tree:k=4", "permutation:size=8KiB", scheme=name)
         assert (str(e.value), e.value.field) == (f"{path}: {message}", field), name
+
+
+def test_run_takes_scheme_parameters_and_a_seed_as_the_python_api_does(tmp_path):
+    # An 8-rank all-to-all over REPS with its recycling ring, seed 3 over the file's 0: the
+    # CLI's iteration is the API's to the picosecond; a misspelt parameter and a seed for
+    # ASTRA-sim's analytical dimensions are refused by name.
+    import json
+
+    import yaml
+
+    from tracefabric.collectives.iteration import simulate as run_iteration
+    from tracefabric.traces.microbenchmark import write_microbenchmark
+
+    ets = write_microbenchmark(tmp_path / "ets", 8, "all_to_all", 1 << 20)
+    system = {"scheduling-policy": "LIFO", "endpoint-delay": 0, "preferred-dataset-splits": 1,
+              "collective-optimization": "baseline", "all-reduce-implementation": ["ring"],
+              "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+              "all-to-all-implementation": ["direct"]}
+    fabric = {"topology": {"kind": "fat_tree", "k": 4}, "link": {"rate_gbps": 400, "latency_ns": 500}, "seed": 0}
+    (tmp_path / "sys.json").write_text(json.dumps(system))
+    (tmp_path / "net.yml").write_text(yaml.safe_dump(fabric))
+    base = ["run", "--workload", str(ets), "--system", str(tmp_path / "sys.json"), "--network", str(tmp_path / "net.yml"),
+            "--backend", "packet", "--lb", "reps"]
+    res = CliRunner().invoke(app, base + ["--param", "lb.buffer=8", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    want = run_iteration(ets, system, {**fabric, "seed": 3}, backend="packet", lb="reps", lb_params={"buffer": 8})
+    assert json.loads(res.stdout)["summary"]["iteration_us"] == want.iteration_ns / 1e3
+    bad = CliRunner().invoke(app, base + ["--param", "lb.buffr=8"])
+    assert bad.exit_code != 0 and "buffr" in bad.output + str(bad.exception or "")
+    astra = {"topology": ["Ring"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}
+    (tmp_path / "astra.yml").write_text(yaml.safe_dump(astra))
+    seeded = CliRunner().invoke(app, ["run", "--workload", str(ets), "--system", str(tmp_path / "sys.json"),
+                                      "--network", str(tmp_path / "astra.yml"), "--seed", "3"])
+    assert seeded.exit_code != 0 and "packet fabrics only" in seeded.output + str(seeded.exception or "")

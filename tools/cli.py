@@ -435,6 +435,8 @@ def run_iteration(
     loss: Annotated[Optional[str], typer.Option(help="Packet backend: loss recovery.")] = None,
     placement: Annotated[Optional[str], typer.Option(help="Packet fabrics: rank -> GPU slot: packed, random[:SEED] or a placement.json (default: the workload's placement.json, else packed).")] = None,
     qdisc: Annotated[Optional[str], typer.Option(help="Packet backend: switch queue discipline (pfc: lossless).")] = None,
+    param: Annotated[Optional[list[str]], typer.Option(help="Packet backend: scheme parameter FAMILY.NAME=VALUE (FAMILY lb, cc, loss or qdisc), e.g. lb.buffer=8; repeatable.")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, help="Packet fabrics: the run's seed (default: the network file's `seed`, else 0).")] = None,
     reuse: Annotated[str, typer.Option(help="Packet backend: replay repeated busy periods: exact (bit-identical to simulating them), fast (approximate, measured error) or off.")] = "exact",
     out: Annotated[Optional[Path], typer.Option(help="Write ranks.parquet and collectives.parquet here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print per-rank results as JSON.")] = False,
@@ -442,11 +444,12 @@ def run_iteration(
     """Simulate one iteration of a workload: per-rank wall, compute, comm, exposed comm; per-collective CCT."""
     from ..collectives.iteration import simulate
 
+    params = {f"{k}_params": v for k, v in _parse_params(param or []).items()}
     if out:
         make_output_dir(out)
     with err_console.status(f"simulating on {backend}"):
         r = simulate(workload, system, network, backend=backend, memory=memory, comm_groups=comm_groups,
-                     placement=placement, reuse=reuse, scheme=scheme, lb=lb, cc=cc, loss=loss, qdisc=qdisc)
+                     placement=placement, reuse=reuse, seed=seed, scheme=scheme, lb=lb, cc=cc, loss=loss, qdisc=qdisc, **params)
     if out:
         r.to_parquet(out)
     if as_json:
