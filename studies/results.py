@@ -79,7 +79,9 @@ class StudyResults:
         try:
             return con.execute(sql).df()
         except duckdb.Error as e:
-            raise TracefabricError(f"{self.path}: query failed: {' '.join(str(e).split())}") from None
+            have = [n for n in TABLES if self.store.files(n)]  # e.g. `flows` only where traffic matrices ran
+            raise TracefabricError(f"{self.path}: query failed: {' '.join(str(e).split())} "
+                                   f"(this study's tables: {', '.join(have) or 'none yet'})") from None
         finally:
             con.close()
 

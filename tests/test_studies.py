@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tracefabric.errors import ConfigError
+from tracefabric.errors import ConfigError, TracefabricError
 from tracefabric.studies import StudyResults, load_spec, run_study
 from tracefabric.studies.plots import plot_study
 from tracefabric.tools.cli import app
@@ -136,6 +136,9 @@ def test_duckdb_mean_iteration_per_scheme_equals_pandas(study):
     # The per-rank view too: every point has one row per rank.
     per_point = res.query("SELECT point, count(*) AS ranks FROM ranks GROUP BY point")
     assert (per_point["ranks"] == 8).all() and len(per_point) == 8
+    # An iteration study has no per-flow table: the error lists the tables it has.
+    with pytest.raises(TracefabricError, match=r"this study's tables: runs, ranks, collectives, counters, stages, links"):
+        res.query("SELECT count(*) FROM flows")
 
 
 def test_figure_csvs_match_the_store(study, tmp_path):
