@@ -128,8 +128,10 @@ def backend_spec(backend: str, net: AstraNetwork | PacketFabric, ranks: int, sch
                               f"but the workload has {ranks} ranks", "npus_count")
         return {"kind": backend, "dims": net.dims()}, list(net.npus_count), "packed"
     if backend in ("analytical:astra-unaware", "analytical:astra-aware"):
+        packet_backends = [b for b in BACKENDS if not b.startswith("analytical:astra")]
         raise ConfigError(f"{net.path}: backend {backend} models ASTRA-sim's analytical dimensions; give an ASTRA-sim "
-                          "network YAML (topology/npus_count/bandwidth/latency lists)", "network")
+                          "network YAML (topology/npus_count/bandwidth/latency lists), or run this packet fabric on "
+                          f"backend {' or '.join(packet_backends)} (--backend packet)", "network")
     from ..network_backends.packet import build_config, fabric_hosts
     servers = check_servers(net.config["servers"], net.path) if "servers" in net.config else None
     try:
@@ -219,7 +221,11 @@ def simulate(
         # The servers section is the network file's, checked against its fabric in Rust.
         raise from_system(e, net.path if field.startswith("servers") else sys_cfg.path) from None
     except _core.EngineError as e:  # the packet fabric's own config checks
-        raise from_engine(e) from None
+        err = from_engine(e)
+        if (type(err) is ConfigError and isinstance(net, PacketFabric)
+                and (err.field or "").split(".")[0].split("[")[0] in PACKET_NETWORK_KEYS):
+            raise err.in_file(net.path) from None  # a value in the network file (e.g. failures.probability)
+        raise err from None
     ranks = pd.DataFrame(raw["ranks"])
     for col in ("wall", "compute", "comm", "exposed_comm", "overlap"):
         ranks[f"{col}_ns"] = ranks.pop(f"{col}_ps") / 1000

@@ -79,6 +79,12 @@ def test_an_iteration_runs_over_a_fabric_with_a_failed_link(tmp_path):
                            backend="packet", scheme="host_spray")
     assert failed.iteration_ns > intact.iteration_ns
     assert json.dumps(failed.network_counters)  # counters still reported
+    # A bad failures value in a network file names the file and the field.
+    net = tmp_path / "net.yml"
+    net.write_text(json.dumps({**fabric, "failures": {"probability": 2}}))  # JSON is YAML
+    with pytest.raises(ConfigError) as e:
+        run_iteration(wl, SYSTEM, net, backend="packet")
+    assert e.value.field == "failures.probability" and str(e.value).startswith(f"{net}: ")
 
 
 def test_ethereal_moves_only_the_subflow_on_a_dead_link():
