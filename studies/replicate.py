@@ -395,7 +395,7 @@ def _needs_placement() -> str | None:
 
 PFC = "PFC (lossless switch queues): no `pfc` queue discipline is registered"
 FIGURES: dict[str, Figure] = {f.name: f for f in [
-    Figure("ofan-fig1", "OFAN Fig. 1", "CCT increase over the bound, 8 LB schemes, ATA and permutation", ofan_fig1),
+    Figure("ofan-fig1", "OFAN Fig. 1", "CCT increase over the bound per LB scheme (quick 4, paper 8), ATA and permutation", ofan_fig1),
     Figure("ofan-fig6", "OFAN Fig. 6", "queue growth with message size (Theorems 1-4)", ofan_fig6),
     Figure("ofan-fig3", "OFAN Fig. 3/4", "host vs switch packet AR under 1 % link failures, G = inf and 0", ofan_fig3),
     Figure("ofan-fig4", "OFAN Fig. 4", "host vs switch packet AR as routing convergence G grows", ofan_fig4),
