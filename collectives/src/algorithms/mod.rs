@@ -252,6 +252,48 @@ mod tests {
     }
 
     #[test]
+    fn pairwise_exchanges_send_only_what_has_arrived() {
+        // Recursive doubling and halving-doubling add n transfers per step; what p sends at
+        // step k holds everything p received before, so every earlier arrival at p must be
+        // an ancestor (0 -> 4 at step 2 of an 8-rank all-reduce waits for 1 -> 0 at step 0).
+        use CollectiveKind::*;
+        let n = 8u32;
+        for (name, kind) in [
+            ("recursive_doubling", AllReduce),
+            ("recursive_doubling", AllGather),
+            ("recursive_doubling", ReduceScatter),
+            ("halving_doubling", AllReduce),
+        ] {
+            let dag = by_name(name)
+                .unwrap()
+                .build(&spec(kind, n, 1 << 16))
+                .unwrap();
+            let mut preds = vec![Vec::new(); dag.len()];
+            for i in 0..dag.len() {
+                dag.for_each_successor(i, &mut |j| preds[j].push(i));
+            }
+            for t in 0..dag.len() {
+                let mut seen = vec![false; dag.len()];
+                let mut stack = preds[t].clone();
+                while let Some(a) = stack.pop() {
+                    if !std::mem::replace(&mut seen[a], true) {
+                        stack.extend(&preds[a]);
+                    }
+                }
+                let (step, src) = (t / n as usize, dag.transfer(t).src);
+                for j in 0..step * n as usize {
+                    if dag.transfer(j).dst == src {
+                        assert!(
+                            seen[j],
+                            "{name} {kind:?}: transfer {t} does not wait for {j}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn astra_sim_names_read_as_ours() {
         let read = |n: &str| canonical_name(n);
         assert_eq!(read("direct8"), Some("direct"));

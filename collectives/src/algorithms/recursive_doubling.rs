@@ -2,7 +2,7 @@
 //! p xor 2^k. All-reduce sends the whole buffer every step (log2 n steps of S);
 //! all-gather doubles what it holds (S/n * 2^k at step k); reduce-scatter halves
 //! it (S/2^(k+1)); broadcast is the binomial tree from the root. Step k of p waits
-//! for what its step k-1 partner sent it.
+//! for everything p received in steps 0..k.
 
 use super::{log2_exact, Algorithm, CollectiveKind, CollectiveSpec};
 use crate::dag::{Dag, DagBuilder};
@@ -54,24 +54,28 @@ impl Algorithm for RecursiveDoubling {
 }
 
 /// One exchange step per entry of `distances`: p sends to p xor d; each transfer of
-/// step k waits for the transfer that arrived at its sender in step k-1.
+/// step k waits for every transfer that arrived at its sender in steps 0..k (what it
+/// sends holds all of them: waiting for step k-1's alone would let a late step-0
+/// arrival be sent on before it came).
 pub(super) fn pairwise_steps(
     b: &mut DagBuilder,
     n: u32,
     distances: &[u32],
     step: impl Fn(u32) -> (u64, bool),
 ) {
-    let mut arrived: Vec<Option<u32>> = vec![None; n as usize];
+    let mut arrived: Vec<Vec<u32>> = vec![Vec::new(); n as usize];
     for (k, &d) in distances.iter().enumerate() {
         let (bytes, reduce) = step(k as u32);
-        let mut now = vec![None; n as usize];
+        let mut now = Vec::with_capacity(n as usize);
         for p in 0..n {
             let t = b.add(p, p ^ d, bytes, reduce);
-            if let Some(before) = arrived[p as usize] {
+            for &before in &arrived[p as usize] {
                 b.edge(before, t);
             }
-            now[(p ^ d) as usize] = Some(t);
+            now.push((p ^ d, t));
         }
-        arrived = now;
+        for (dst, t) in now {
+            arrived[dst as usize].push(t);
+        }
     }
 }
