@@ -294,6 +294,31 @@ mod tests {
     }
 
     #[test]
+    fn astra_halving_doubling_sends_its_largest_messages_to_the_nearest_partner() {
+        // 8 ranks, S = 64 KiB: ASTRA-sim's reduce-scatter goes 1, 2, 4 apart with S/2, S/4,
+        // S/8, its all-gather 4, 2, 1 apart with S/8, S/4, S/2; ours (MPICH's order) the
+        // reverse distances with the same sizes.
+        let (n, s) = (8u32, 1u64 << 16);
+        for (astra, dist) in [(true, [1, 2, 4, 4, 2, 1]), (false, [4, 2, 1, 1, 2, 4])] {
+            let dag = by_name("halving_doubling")
+                .unwrap()
+                .build(&CollectiveSpec {
+                    astra,
+                    ..spec(CollectiveKind::AllReduce, n, s)
+                })
+                .unwrap();
+            for (k, (&d, bytes)) in dist.iter().zip([2, 4, 8, 8, 4, 2]).enumerate() {
+                let t = dag.transfer(k * n as usize);
+                assert_eq!(
+                    (t.src, t.dst, t.bytes),
+                    (0, d, s / bytes),
+                    "astra {astra} step {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn astra_sim_names_read_as_ours() {
         let read = |n: &str| canonical_name(n);
         assert_eq!(read("direct8"), Some("direct"));
