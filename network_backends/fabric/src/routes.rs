@@ -297,10 +297,12 @@ fn reduced_weights_general(raw: &[u64]) -> Vec<u32> {
     };
     let g = raw.iter().fold(0, |a, &w| gcd(a, w)).max(1);
     let mut w: Vec<u64> = raw.iter().map(|&x| (x / g).max(1)).collect();
-    // Scaled down (each weight floored, at least 1) until the schedule fits; a group has far
-    // fewer than MAX_SCHEDULE ports, so the ones cannot overflow it.
-    while w.iter().sum::<u64>() > MAX_SCHEDULE {
-        let scale = MAX_SCHEDULE as f64 / w.iter().sum::<u64>() as f64;
+    // Scaled down (each weight floored, at least 1) until the schedule fits; a group of more
+    // than MAX_SCHEDULE ports (a leaf-spine with many spines and parallel links) ends at all
+    // ones. Every pass lowers some weight above 1, so the loop ends.
+    let limit = MAX_SCHEDULE.max(w.len() as u64);
+    while w.iter().sum::<u64>() > limit {
+        let scale = limit as f64 / w.iter().sum::<u64>() as f64;
         w.iter_mut()
             .for_each(|x| *x = ((*x as f64 * scale) as u64).max(1));
         let g = w.iter().fold(0, |a, &x| gcd(a, x)).max(1);
@@ -328,6 +330,16 @@ mod tests {
     use super::*;
     use crate::config::TopologyConfig;
     use crate::units::Dur;
+
+    #[test]
+    fn weights_of_a_group_larger_than_the_schedule_end_at_all_ones() {
+        // 1,200 ports (600 spines x 2 links), two of them with half the paths: the schedule
+        // cannot hold the 2:1 ratio in 1,024 entries, so every port gets one (this looped).
+        let raw: Vec<u64> = (0..1200).map(|i| if i < 2 { 1 } else { 2 }).collect();
+        assert_eq!(reduced_weights(&raw), vec![1; 1200]);
+        // Within the limit the ratio stays: 3:4:4:4 (OFAN App. F.4's example).
+        assert_eq!(reduced_weights(&[6, 8, 8, 8]), vec![3, 4, 4, 4]);
+    }
 
     fn fat_tree(k: u32) -> Topology {
         let cfg = TopologyConfig::fat_tree(k);
