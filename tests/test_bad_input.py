@@ -419,10 +419,13 @@ def test_out_of_range_floats_are_printed_short():
 
 
 @pytest.mark.parametrize("topology,traffic,field,message", [
-    # 10^10 links (10^5 leaves x 10^5 spines) and 10^8 routing entries: refused before they
+    # 6 x 10^9 links (10^5 leaves x 6 x 10^4 spines) and 10^8 routing entries: refused before they
     # are allocated (this grew until the machine ran out of memory).
-    ("leaf-spine:leaves=100000,spines=100000,hosts_per_leaf=1", "permutation:size=4KiB", "topology",
-     "hosts + leaves x spines x links_per_pair = 10000100000 links exceeds the supported maximum of 4194304"),
+    ("leaf-spine:leaves=100000,spines=60000,hosts_per_leaf=1", "permutation:size=4KiB", "topology",
+     "hosts + leaves x spines x links_per_pair = 6000100000 links exceeds the supported maximum of 4194304"),
+    # 65,536 uplinks per leaf: more next hops in one group than LB pointers index (it panicked).
+    ("leaf-spine:leaves=2,spines=256,links_per_pair=256,hosts_per_leaf=1", "permutation:size=4KiB", "topology",
+     "spines x links_per_pair = 65536 uplinks per leaf exceeds the supported maximum of 65535 (the next hops of one group)"),
     ("leaf-spine:leaves=10000,spines=64,hosts_per_leaf=1", "permutation:size=4KiB", "topology",
      "(leaves + spines) x leaves = 100640000 routing entries exceeds the supported maximum of 67108864"),
     # 8,192 x 8,191 flows: ~55 GB of run state.

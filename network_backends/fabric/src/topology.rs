@@ -67,6 +67,8 @@ pub const MAX_HOSTS: u32 = 1 << 24;
 /// before it fills memory.
 pub const MAX_LINKS: u64 = 1 << 22;
 pub const MAX_ROUTE_ENTRIES: u64 = 1 << 26;
+/// Ports of one next-hop group (a leaf's uplinks): LB pointers index them with 16 bits.
+pub const MAX_GROUP_PORTS: u64 = u16::MAX as u64;
 
 impl Topology {
     pub fn build(cfg: &TopologyConfig, rate: Rate, latency: Dur) -> FabricResult<Topology> {
@@ -152,6 +154,14 @@ impl Topology {
                 }
                 // u64: the product of three u32 settings may not fit 32 bits.
                 let uplinks = spines as u64 * links_per_pair as u64;
+                if uplinks > MAX_GROUP_PORTS {
+                    return Err(config_err(
+                        "topology",
+                        format!(
+                            "spines x links_per_pair = {uplinks} uplinks per leaf exceeds the supported maximum of {MAX_GROUP_PORTS} (the next hops of one group)"
+                        ),
+                    ));
+                }
                 let hpl = match hosts_per_leaf {
                     Some(_) if oversubscription.is_some() => {
                         return Err(config_err(
