@@ -164,7 +164,7 @@ impl Ethereal {
 
 impl LoadBalancer for Ethereal {
     fn on_routes_changed(&mut self, topo: &Topology) {
-        self.routes = SourceRoutes::new(topo);
+        self.routes.routes_changed(topo);
     }
 
     fn entropy(&mut self, flow: FlowId, seq: u32, now: Time) -> u32 {

@@ -46,7 +46,7 @@ impl HostDr {
 
 impl LoadBalancer for HostDr {
     fn on_routes_changed(&mut self, topo: &Topology) {
-        self.routes = SourceRoutes::new(topo);
+        self.routes.routes_changed(topo);
     }
 
     fn entropy(&mut self, flow: FlowId, _seq: u32, _now: Time) -> u32 {

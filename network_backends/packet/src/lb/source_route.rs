@@ -5,9 +5,14 @@
 //! links the spine takes the same link index the leaf took. Ports are numbered in
 //! the same order in every switch of a tier, so an ACK carrying its data packet's
 //! path id climbs the mirror image of that path and returns through the same core.
+//!
+//! A digit names a physical link of the intact fabric: when failures shrink a group,
+//! the other ids keep their links (only an id whose link is gone is folded onto the
+//! group left), so a path marked bad stays the same path.
 
 use super::SwitchView;
 use crate::topology::{PortId, Topology};
+use std::collections::HashMap;
 
 pub struct SourceRoutes {
     tier: Vec<u8>,
@@ -22,41 +27,70 @@ pub struct SourceRoutes {
     /// Per tier: the place value of that tier's digit in a path id.
     stride: [u32; 4],
     three_tier: bool,
+    /// Per switch: its uplinks in the intact fabric, in group order (empty at the top).
+    intact_up: Vec<Vec<PortId>>,
+    /// Parallel links down to one switch (leaf-spine `links_per_pair`), intact, in group
+    /// order, and the set each such port belongs to.
+    intact_parallel: Vec<Vec<PortId>>,
+    parallel_of: HashMap<PortId, u32>,
 }
 
 impl SourceRoutes {
+    /// From the intact fabric (before any failure).
     pub fn new(topo: &Topology) -> SourceRoutes {
         let mut up_radix = [1u32; 4];
-        let group_up: Vec<bool> = topo
-            .groups
-            .iter()
-            .map(|g| {
-                let owner = topo.ports[g[0] as usize].owner as usize;
-                let up = g
-                    .iter()
-                    .all(|&p| topo.tier[topo.ports[p as usize].peer as usize] > topo.tier[owner]);
-                if up {
-                    let t = topo.tier[owner] as usize;
-                    up_radix[t] = up_radix[t].max(g.len() as u32);
+        let mut intact_up = vec![Vec::new(); topo.tier.len()];
+        let (mut intact_parallel, mut parallel_of) = (Vec::new(), HashMap::new());
+        for g in &topo.groups {
+            let owner = topo.ports[g[0] as usize].owner;
+            if Self::leads_up(topo, g) {
+                let t = topo.tier[owner as usize] as usize;
+                up_radix[t] = up_radix[t].max(g.len() as u32);
+                if g.len() > intact_up[owner as usize].len() {
+                    intact_up[owner as usize] = g.clone();
                 }
-                up
-            })
-            .collect();
-        let group_len = topo.groups.iter().map(|g| g.len() as u32).collect();
+            } else if g.len() > 1 && !parallel_of.contains_key(&g[0]) {
+                for &p in g {
+                    parallel_of.insert(p, intact_parallel.len() as u32);
+                }
+                intact_parallel.push(g.clone());
+            }
+        }
         let mut stride = [1u32; 4];
         for t in 2..4 {
             stride[t] = stride[t - 1] * up_radix[t - 1];
         }
-        SourceRoutes {
+        let mut routes = SourceRoutes {
             tier: topo.tier.clone(),
             pod: topo.pod.clone(),
             host_edge: topo.host_edge.clone(),
-            group_up,
-            group_len,
+            group_up: Vec::new(),
+            group_len: Vec::new(),
             up_radix,
             stride,
             three_tier: topo.tier.iter().any(|&t| t == 3),
-        }
+            intact_up,
+            intact_parallel,
+            parallel_of,
+        };
+        routes.routes_changed(topo);
+        routes
+    }
+
+    /// The groups changed (failures, repairs): path ids keep their meaning.
+    pub fn routes_changed(&mut self, topo: &Topology) {
+        self.group_up = topo
+            .groups
+            .iter()
+            .map(|g| Self::leads_up(topo, g))
+            .collect();
+        self.group_len = topo.groups.iter().map(|g| g.len() as u32).collect();
+    }
+
+    fn leads_up(topo: &Topology, g: &[PortId]) -> bool {
+        let owner = topo.ports[g[0] as usize].owner as usize;
+        g.iter()
+            .all(|&p| topo.tier[topo.ports[p as usize].peer as usize] > topo.tier[owner])
     }
 
     /// Number of distinct paths between two hosts: 1 under one edge switch, the
@@ -81,11 +115,74 @@ impl SourceRoutes {
     pub fn port(&self, view: &SwitchView, path: u32) -> PortId {
         // A path names a next hop, not a weighted turn: the schedule's first round.
         let c = self.group_len[view.group as usize];
-        let digit = if self.group_up[view.group as usize] {
-            path / self.stride[self.tier[view.node as usize] as usize]
+        let group = &view.candidates[..c as usize];
+        let (digit, intact) = if self.group_up[view.group as usize] {
+            let digit = path / self.stride[self.tier[view.node as usize] as usize];
+            (digit, &self.intact_up[view.node as usize][..])
+        } else if c > 1 {
+            let links =
+                (self.parallel_of.get(&group[0])).map(|&i| &self.intact_parallel[i as usize][..]);
+            (path, links.unwrap_or(group))
         } else {
-            path
+            return group[0];
         };
-        view.candidates[(digit % c) as usize]
+        if intact.len() == group.len() {
+            return group[(digit % c) as usize]; // the intact group itself
+        }
+        // A shrunken group: the id's own link if it is still here, else one that is.
+        let own = intact[(digit % intact.len() as u32) as usize];
+        if group.contains(&own) {
+            own
+        } else {
+            group[(digit % c) as usize]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TopologyConfig;
+    use crate::units::{Dur, Rate, Time};
+
+    #[test]
+    fn a_shrunken_group_keeps_every_other_path_id_on_its_own_link() {
+        // k = 8: the first edge switch's up group holds its 4 aggregations, and path ids
+        // 0-3 name them. Its link to the second goes: ids 0, 2, 3 keep their links (taken
+        // modulo the 3 left, 2 and 3 moved to the third and first aggregations), and the
+        // dead id 1 folds onto a link left.
+        let topo = Topology::build(
+            &TopologyConfig::fat_tree(8),
+            Rate::from_gbps(100.0),
+            Dur(500_000),
+        )
+        .unwrap();
+        let mut routes = SourceRoutes::new(&topo);
+        let edge = topo.tier.iter().position(|&t| t == 1).unwrap() as u32;
+        let g = (topo.groups.iter().position(|g| {
+            topo.ports[g[0] as usize].owner == edge && SourceRoutes::leads_up(&topo, g)
+        }))
+        .unwrap();
+        let up = topo.groups[g].clone();
+        assert_eq!(up.len(), 4);
+        let backlog = |_: PortId| 0u64;
+        let ports = |routes: &SourceRoutes, candidates: &[PortId]| -> Vec<PortId> {
+            let v = SwitchView {
+                now: Time::ZERO,
+                node: edge,
+                group: g as u32,
+                candidates,
+                backlog: &backlog,
+                buffer_bytes: 0,
+                salt: 0,
+            };
+            (0..4).map(|id| routes.port(&v, id)).collect()
+        };
+        assert_eq!(ports(&routes, &up), up);
+        let left = vec![up[0], up[2], up[3]];
+        let mut shrunk = topo.clone();
+        shrunk.groups[g] = left.clone();
+        routes.routes_changed(&shrunk);
+        assert_eq!(ports(&routes, &left), vec![up[0], up[2], up[2], up[3]]);
     }
 }
