@@ -14,7 +14,8 @@ impl Simulation {
     }
 
     /// Starts flow `f` (declared in the config's flow list) at `at`, which must not be in
-    /// the past. Its declared start time is ignored.
+    /// the past. Its declared start time is ignored, and so is an LB's start delay
+    /// (Ethereal's jitter): chains of dependent flows would pay it at every step.
     pub fn start_flow(&mut self, f: u32, at: Time) -> SimResult<()> {
         let n = self.flows.len();
         let Some(flow) = self.flows.get_mut(f as usize) else {
