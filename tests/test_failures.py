@@ -117,6 +117,18 @@ def test_a_flow_stalled_behind_a_link_that_routes_never_avoid_says_so():
     assert r.summary["data_bytes_delivered"] == 16 * 65536 and r.summary["rho_max"] < 1
 
 
+def test_a_cut_that_no_flow_spans_is_routed_around_and_one_that_a_flow_spans_is_refused():
+    # k = 4: edge 16 (hosts 0, 1) loses both uplinks and is cut off. Flows among the other
+    # pods do not care: the run converges, completes as the intact one, rho_max = 1. A flow
+    # from host 0 is cut off: the run ends naming it and the links.
+    fail = {"links": [{"nodes": [16, 24]}, {"nodes": [16, 25]}], "convergence_us": 0}
+    flows = {"kind": "flows", "src": [4, 8, 12], "dst": [9, 13, 5], "bytes": [65536] * 3, "start_ps": [0] * 3}
+    r = simulate("fat-tree:k=4", flows, failures=fail, seed=1)
+    assert r.summary["rho_max"] == 1.0 and r.cct_us == simulate("fat-tree:k=4", flows, seed=1).cct_us
+    with pytest.raises(ConfigError, match=r"flow 0 \(0 -> 9\) cannot reach its destination: .* edge switch 16 .*links down: 16-24, 16-25"):
+        simulate("fat-tree:k=4", {**flows, "src": [0, 8, 12]}, failures=fail, seed=1)
+
+
 def test_each_flow_reports_the_frames_failures_cost_it():
     # Pod 0's first aggregation loses core 0 at 2 us, detected at 10 us: the flows whose
     # frames went into it lose them (full 4 KiB frames, so they add up to the run's bytes)

@@ -53,6 +53,18 @@ impl Topology {
     /// Next-hop groups over the links that are up. Refused when that leaves an edge switch
     /// unable to reach another (the failures disconnect the fabric).
     pub fn compute_routes(&mut self) -> FabricResult<()> {
+        self.routes_over_up_links(true).map(|_| ())
+    }
+
+    /// As `compute_routes`, but a fabric cut in parts is routed within each part (no route
+    /// between parts): per edge switch (by edge index), the lowest edge index it reaches,
+    /// so two edge switches are connected when their entries are equal.
+    pub fn compute_routes_in_parts(&mut self) -> Vec<u32> {
+        self.routes_over_up_links(false)
+            .expect("only a strict run refuses a cut")
+    }
+
+    fn routes_over_up_links(&mut self, strict: bool) -> FabricResult<Vec<u32>> {
         let n = self.tier.len();
         let n_hosts = self.n_hosts as usize;
         let n_edges = self.n_edges as usize;
@@ -88,6 +100,7 @@ impl Topology {
         // (all uplinks, say): compared in place, not hashed and allocated again.
         let mut last_group = vec![NO_GROUP; n];
         let (mut hops, mut raw, mut w) = (Vec::new(), Vec::new(), Vec::new());
+        let mut part = vec![u32::MAX; n_edges];
         for edge in n_hosts as u32..n as u32 {
             if self.edge_index[edge as usize] == u32::MAX {
                 continue;
@@ -121,7 +134,13 @@ impl Topology {
             let reached = order
                 .iter()
                 .filter(|&&u| self.edge_index[u as usize] != u32::MAX);
-            if reached.count() < n_edges {
+            let mut count = 0;
+            for &u in reached {
+                let r = self.edge_index[u as usize] as usize;
+                part[r] = part[r].min(ei as u32);
+                count += 1;
+            }
+            if count < n_edges && strict {
                 let cut = (n_hosts..n)
                     .find(|&u| self.edge_index[u] != u32::MAX && dist[u] == u32::MAX)
                     .expect("an edge switch the BFS missed");
@@ -175,7 +194,7 @@ impl Topology {
         self.route = route;
         self.diameter_hops = diameter;
         self.flatten_groups();
-        Ok(())
+        Ok(part)
     }
 
     /// Switch `node` sends everything for edge switch `dst_edge` out of its port `port` alone,

@@ -59,10 +59,27 @@ impl Simulation {
         for &p in &self.failures.failed {
             let _ = topo.set_link_state(p, LinkState::Down);
         }
-        if topo.compute_routes().is_err() {
-            return 0.0;
+        let parts = topo.compute_routes_in_parts();
+        if self.cut_off(&topo, &parts, false).is_some() {
+            return 0.0; // a flow with no path left
         }
         bounds::failure::rho_max(&topo, &flows)
+    }
+
+    /// The first flow (unfinished ones only, if `unfinished`) whose edge switches lie in
+    /// different parts of a cut fabric, with those edge switches.
+    fn cut_off(&self, topo: &Topology, parts: &[u32], unfinished: bool) -> Option<(u32, u32)> {
+        let part = |host: u32| {
+            let edge = topo.host_edge[host as usize];
+            parts[topo.edge_index[edge as usize] as usize]
+        };
+        (self.flows.iter())
+            .filter(|f| !unfinished || f.finish.is_none())
+            .find(|f| part(f.spec.src) != part(f.spec.dst))
+            .map(|f| {
+                let edge = |h: u32| topo.host_edge[h as usize];
+                (edge(f.spec.src), edge(f.spec.dst))
+            })
     }
 
     pub(super) fn on_fabric_change(&mut self, i: usize) {
@@ -117,10 +134,13 @@ impl Simulation {
                 }
             }
             Change::Converge => {
-                if let Err(tracefabric_fabric::FabricError::InvalidConfig { message, .. }) =
-                    self.topo.compute_routes()
-                {
-                    self.error = Some(self.disconnected(message));
+                // A cut matters only if a flow still to finish spans it.
+                let parts = self.topo.compute_routes_in_parts();
+                if let Some((s, d)) = self.cut_off(&self.topo, &parts, true) {
+                    let why = format!(
+                        "the links that are down disconnect edge switch {s} from edge switch {d}"
+                    );
+                    self.error = Some(self.disconnected(why));
                     return;
                 }
                 self.failures.converged = true;
