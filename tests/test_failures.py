@@ -129,6 +129,15 @@ def test_a_cut_that_no_flow_spans_is_routed_around_and_one_that_a_flow_spans_is_
         simulate("fat-tree:k=4", {**flows, "src": [0, 8, 12]}, failures=fail, seed=1)
 
 
+def test_rho_max_counts_a_degraded_link_at_its_rate():
+    # k = 8 all-to-all: each aggregation-core link carries 112 flow units (16 x 112 leave a
+    # pod over 16 links), a host link 127. One of them at a quarter of its rate loads like
+    # 448 units: rho_max = 127 / 448 (it said 1: only links down counted).
+    fail = {"links": [{"nodes": [160, 192], "rate_fraction": 0.25}]}
+    r = simulate("fat-tree:k=8", "all-to-all:size=4KiB", failures=fail, seed=1)
+    assert r.summary["rho_max"] == pytest.approx(127 / 448, rel=1e-12)
+
+
 def test_each_flow_reports_the_frames_failures_cost_it():
     # Pod 0's first aggregation loses core 0 at 2 us, detected at 10 us: the flows whose
     # frames went into it lose them (full 4 KiB frames, so they add up to the run's bytes)

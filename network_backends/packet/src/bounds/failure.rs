@@ -6,7 +6,7 @@
 
 use crate::topology::{NodeId, PortId, Topology, NO_GROUP};
 use crate::traffic::FlowSpec;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Flow units on every port when each flow splits evenly over its shortest paths.
 pub fn flow_units(topo: &Topology, flows: &[FlowSpec]) -> Vec<f64> {
@@ -108,7 +108,20 @@ fn towards(
 
 /// F_host / F (see the module's note); 1 when no flow crosses the fabric.
 pub fn rho_max(topo: &Topology, flows: &[FlowSpec]) -> f64 {
-    let units = flow_units(topo, flows);
+    rho_max_degraded(topo, flows, &HashMap::new())
+}
+
+/// `rho_max` with links that run at a fraction of their rate (per port, both directions
+/// given): a link at fraction r carrying u flow units loads like u / r at full rate.
+pub fn rho_max_degraded(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    fraction: &HashMap<PortId, f64>,
+) -> f64 {
+    let mut units = flow_units(topo, flows);
+    for (&p, &r) in fraction {
+        units[p as usize] /= r;
+    }
     let host = |p: usize| topo.ports[p].owner < topo.n_hosts || topo.ports[p].peer < topo.n_hosts;
     let f_host = (0..units.len())
         .filter(|&p| host(p))

@@ -43,27 +43,45 @@ impl Simulation {
         self.failures.failed = plan.failed;
     }
 
-    /// ρ_max (`bounds::failure`) with every link that fails during the run down and routes
-    /// converged around them: 1 without failures, 0 if they cut flows off.
+    /// ρ_max (`bounds::failure`) with every link that fails during the run down, routes
+    /// converged around them and every degraded link at its lowest rate: 1 without
+    /// failures, 0 if they cut flows off (a host's own link included).
     pub fn rho_max(&self) -> f64 {
-        if self.failures.failed.is_empty() {
+        let mut degraded: HashMap<PortId, f64> = HashMap::new();
+        for (_, change) in &self.failures.changes {
+            if let Change::Degrade(p, r) = *change {
+                for q in [p, p ^ 1] {
+                    let e = degraded.entry(q).or_insert(r);
+                    *e = e.min(r);
+                }
+            }
+        }
+        if self.failures.failed.is_empty() && degraded.is_empty() {
             return 1.0;
         }
         let flows: Vec<FlowSpec> = self.flows.iter().map(|f| f.spec).collect();
         let all_down = (self.failures.failed.iter()).all(|&p| self.ports[p as usize].down);
         if self.failures.converged && all_down {
             // The run ended converged around exactly these links (no other link fails).
-            return bounds::failure::rho_max(&self.topo, &flows);
+            return bounds::failure::rho_max_degraded(&self.topo, &flows, &degraded);
         }
         let mut topo = self.topo.clone();
         for &p in &self.failures.failed {
-            let _ = topo.set_link_state(p, LinkState::Down);
+            if topo.set_link_state(p, LinkState::Down).is_err() {
+                // A host's own link (`allow_host_links`): that host's flows have no path.
+                let host = self.topo.ports[p as usize]
+                    .owner
+                    .min(self.topo.ports[p as usize].peer);
+                if flows.iter().any(|f| f.src == host || f.dst == host) {
+                    return 0.0;
+                }
+            }
         }
         let parts = topo.compute_routes_in_parts();
         if self.cut_off(&topo, &parts, false).is_some() {
             return 0.0; // a flow with no path left
         }
-        bounds::failure::rho_max(&topo, &flows)
+        bounds::failure::rho_max_degraded(&topo, &flows, &degraded)
     }
 
     /// The first flow (unfinished ones only, if `unfinished`) whose edge switches lie in
