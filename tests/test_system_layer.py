@@ -115,8 +115,8 @@ def test_recursive_doubling_flows_follow_the_definition():
     for k in range(3):
         step = ar[k * n:(k + 1) * n]
         assert [(f["src"], f["dst"]) for f in step] == [(p, p ^ (1 << k)) for p in range(n)]
-        for f in step:  # waits for what its previous partner sent it
-            assert [(ar[a]["src"], ar[a]["dst"]) for a in f["after"]] == ([] if k == 0 else [(f["src"] ^ (1 << (k - 1)), f["src"])])
+        for f in step:  # waits for everything its earlier partners sent it (it sends all of it on)
+            assert [(ar[a]["src"], ar[a]["dst"]) for a in f["after"]] == [(f["src"] ^ (1 << j), f["src"]) for j in range(k)]
     ag = flows_of("recursive_doubling", "all_gather", n, s)
     assert [f["bytes"] for f in ag[::n]] == [s // 8, s // 4, s // 2]
     rs = flows_of("recursive_doubling", "reduce_scatter", n, s)
