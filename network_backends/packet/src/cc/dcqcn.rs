@@ -426,35 +426,20 @@ mod tests {
     fn paper_alpha_decays_from_the_flows_start_not_the_runs() {
         // A flow starting at 50 ms (its first reply at 50.01 ms, RTT 10 µs): α = 1 at a
         // CNP 20 µs in, so the rate halves; from t = 0 it would be (255/256)^909 ≈ 0.03.
-        let mut cc = dcqcn(serde_json::json!({}));
-        let mut t = CcTimers::default();
-        let start = 50_000_000_000u64;
-        cc.on_feedback(
-            &reply(0, 0, start + 10_000_000, 10_000_000, 4096, 0),
-            &mut t,
-        );
-        cc.on_feedback(
-            &reply(0, 1, start + 20_000_000, 10_000_000, 4096, flags::CNP),
-            &mut t,
-        );
-        assert_eq!(cc.rate_bps(0), 50_000_000_000);
         // Ten quiet periods of 55 µs after its start: α = (255/256)^10 at the first CNP.
-        let mut cc = dcqcn(serde_json::json!({}));
-        cc.on_feedback(
-            &reply(0, 0, start + 10_000_000, 10_000_000, 4096, 0),
-            &mut t,
-        );
-        cc.on_feedback(
-            &reply(0, 1, start + 555_000_000, 10_000_000, 4096, flags::CNP),
-            &mut t,
-        );
+        let start = 50_000_000_000u64;
+        let rate_after_cnp_at = |cnp_ps: u64| {
+            let (mut cc, mut t) = (dcqcn(serde_json::json!({})), CcTimers::default());
+            for (seq, at, f) in [(0, start + 10_000_000, 0), (1, start + cnp_ps, flags::CNP)] {
+                cc.on_feedback(&reply(0, seq, at, 10_000_000, 4096, f), &mut t);
+            }
+            cc.rate_bps(0) as f64
+        };
+        assert_eq!(rate_after_cnp_at(20_000_000), 50e9);
         let alpha = (255.0f64 / 256.0).powi(10);
         let want = 100e9 * (1.0 - alpha / 2.0);
-        assert!(
-            (cc.rate_bps(0) as f64 / want - 1.0).abs() < 1e-5,
-            "{}",
-            cc.rate_bps(0)
-        );
+        let got = rate_after_cnp_at(555_000_000);
+        assert!((got / want - 1.0).abs() < 1e-5, "{got}");
     }
 
     #[test]

@@ -112,23 +112,15 @@ mod tests {
         assert_eq!(at(2, 0), Reply::Ack { seq: 2, flags: 0 });
         assert_eq!(at(1, 0), Reply::Ack { seq: 2, flags: 0 });
         assert_eq!(at(3, 0), Reply::Ack { seq: 3, flags: 0 });
-        // A trimmed packet is a gap too, NACKed once.
-        assert_eq!(
-            at(4, flags::TRIMMED),
-            Reply::Ack {
+        // A trimmed packet is a gap too, NACKed once; when the resend of 4 is trimmed as
+        // well it is NACKed again (5 behind it still is not).
+        for _ in 0..2 {
+            let nack = Reply::Ack {
                 seq: 4,
-                flags: flags::NACK
-            }
-        );
-        assert_eq!(at(5, 0), Reply::Nothing);
-        // The resend of 4 is trimmed too: NACKed again (5 behind it still is not).
-        assert_eq!(
-            at(4, flags::TRIMMED),
-            Reply::Ack {
-                seq: 4,
-                flags: flags::NACK
-            }
-        );
-        assert_eq!(at(5, 0), Reply::Nothing);
+                flags: flags::NACK,
+            };
+            assert_eq!(at(4, flags::TRIMMED), nack);
+            assert_eq!(at(5, 0), Reply::Nothing);
+        }
     }
 }
