@@ -227,7 +227,7 @@ impl Simulation {
         let fix = if self.failures.converged {
             ""
         } else {
-            "; routes never converge around them (failures.convergence_us / convergence_rtts unset), so a hash-based LB keeps a flow, or its ACKs, on them: set one, or use an LB that moves paths on timeouts (reps, ethereal, host_spray)"
+            "; routes have not converged around them (failures.convergence_us / convergence_rtts unset, or not yet reached), so a hash-based LB keeps a flow, or its ACKs, on them: set one, or use an LB that moves paths on timeouts (reps, ethereal, host_spray)"
         };
         format!(
             "; links down: {} ({frames} of this flow's data frames went into them){fix}",
