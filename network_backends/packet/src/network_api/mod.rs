@@ -253,6 +253,10 @@ impl DrivenPacket {
     fn live_start(&mut self, f: &FlowRequest, key: u32, at: Ps) -> Result<(), String> {
         if self.sim.quiescent() {
             self.close_period();
+            // Onto the engine window that runs this period before anything is read from it:
+            // its digest and its statistics mark (a mark of the window left would be
+            // subtracted from the new engine's counts).
+            self.engine_index(self.engine_flow[f.id as usize])?;
             self.reuse.periods += 1;
             let digest = match self.mode {
                 ReuseMode::Off => None,

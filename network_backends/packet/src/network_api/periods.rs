@@ -87,6 +87,10 @@ impl DrivenPacket {
                 _ => None,
             })
             .collect();
+        if let Some(&first) = r.ids.first() {
+            // The window that runs the period, before its mark (see `live_start`).
+            self.engine_index(self.engine_flow[first as usize])?;
+        }
         let mark = self.sim.stats_mark();
         let mut same = true;
         let (mut k, mut start_of) = (0, HashMap::new());
