@@ -395,7 +395,9 @@ impl Simulation {
         }
         let left = self.ports[port].queued - pkt.wire() as u64;
         self.set_queued(port, left, at);
-        if !pkt.is_ack()
+        // Data only: a trimmed header's loss is its NACK (marking it too would report the
+        // full queue that trimmed it twice, as a mark and a trim).
+        if pkt.flags() & (ACK | TRIMMED) == 0
             && left > self.qdisc_floor
             && self
                 .qdisc

@@ -151,6 +151,43 @@ fn dctcp_sawtooth_matches_the_papers_steady_state() {
 }
 
 #[test]
+fn trimmed_headers_are_never_ecn_marked() {
+    // A 15:1 incast with trimming under one switch (its only queue is the one to host 0)
+    // into 50 KB buffers marking every departure over 1 %: data frames on the wire carry
+    // marks, trimmed headers (which leave a full queue behind them) none: their NACK is
+    // the congestion signal, once.
+    let cfg = serde_json::json!({
+        "topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 16},
+        "switch": {"buffer_bytes": 50_000, "ecn_kmin": 0.01, "ecn_kmax": 0.01},
+        "scheme": {"loss": "trim"},
+        "traffic": {"kind": "incast", "dst": 0, "senders": 15, "bytes": 200_000}})
+    .to_string();
+    let mut sim = Simulation::new(SimConfig::from_json(&cfg).unwrap()).unwrap();
+    sim.drive();
+    for f in 0..15 {
+        sim.start_flow(f, Time(0)).unwrap();
+    }
+    let (mut until, mut marked_data, mut headers) = (Time(0), 0, 0);
+    while !sim.quiescent() {
+        until = until + Dur(50_000);
+        while sim.next_completion(until).unwrap().is_some() {}
+        for p in sim.ports.iter().flat_map(|rt| rt.wire.iter()) {
+            let (trimmed, ecn) = (
+                p.flags() & TRIMMED != 0,
+                p.flags() & crate::transport::flags::ECN != 0,
+            );
+            assert!(!(trimmed && ecn), "a trimmed header was marked");
+            headers += trimmed as u32;
+            marked_data += (ecn && !trimmed && !p.is_ack()) as u32;
+        }
+    }
+    assert!(
+        headers > 0 && marked_data > 0,
+        "{headers} headers, {marked_data} marked"
+    );
+}
+
+#[test]
 fn int_table_holds_at_most_the_packets_in_flight_and_empties() {
     // HPCC over small buffers: drops of data and replies, timeouts, retransmissions, and
     // replies for flows already done. Sampled every 200 ns, the INT table never holds
