@@ -37,6 +37,23 @@ def test_dctcp_pfc_preset_is_lossless_under_incast_and_reports_pauses():
     assert pfc.cct_us < lossy.cct_us
 
 
+def test_pfc_never_drops_replies_behind_a_port_that_data_fills():
+    # 15:1 incast under one leaf into host 0, which also sends to host 1: host 1's ACKs to
+    # host 0 queue behind the incast's data at the leaf's port to host 0. PFC bounds that
+    # data per ingress (15 x ~110 KB), not by the 100 KB buffer, so the port holds ~1.7 MB;
+    # the control priority used to be capped at twice the buffer there, and 514 ACKs were
+    # dropped (CCT 423 us). Lossless: nothing dropped, 323 us.
+    flows = {"kind": "flows", "src": list(range(1, 16)) + [0], "dst": [0] * 15 + [1], "bytes": [1 << 20] * 16,
+             "start_ps": [0] * 16}
+    r = simulate({"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 16}, flows, qdisc="pfc",
+                 loss="sack", link={"rate_gbps": 400, "latency_ns": 500}, switch={"buffer_bytes": 100_000}, seed=1)
+    s = r.summary
+    assert s["acks_dropped"] == 0 and s["data_packets_dropped"] == 0
+    assert r.stages.set_index("stage").loc["L->host", "max_queue_bytes"] > 2 * 100_000
+    # 15 MiB into host 0 at 400 Gbps bound the run; it ends within 5 % of that bound.
+    assert r.cct_us <= 1.05 * r.lower_bound_us
+
+
 def test_eqds_trim_preset_shares_an_incast_fairly():
     r = simulate("fat-tree:k=4", "incast:senders=15,size=512KiB", scheme="eqds_trim", seed=1,
                  link={"rate_gbps": 100, "latency_ns": 1000})

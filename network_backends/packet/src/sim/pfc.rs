@@ -132,11 +132,11 @@ impl Simulation {
         self.catch_up(out, self.now);
         let wire = p.wire() as u64;
         if p.flags() & (ACK | TRIMMED) != 0 {
-            if self.ports[out].queued + wire > self.admits(p.flags()) {
-                self.overflow(out, p);
-            } else {
-                self.enqueue_fitting(out, p, wire);
-            }
+            // The control priority is never paused and never dropped here: its frames are
+            // bounded by the data in flight, while the data a port holds is bounded per
+            // ingress, not by the port's buffer (a 15:1 incast holds some 1.8 MB at one
+            // port, past the twice-the-buffer cap of a lossy port, which dropped replies).
+            self.enqueue_fitting(out, p, wire);
             return self.pfc_kick(out);
         }
         let pfc = self.pfc.as_ref().expect("pfc_enqueue without PFC");
@@ -152,8 +152,11 @@ impl Simulation {
         }
         let pfc = self.pfc.as_mut().unwrap();
         if pfc.ingress[from] + wire > limit {
-            pfc.drops += 1;
+            let trims = self.pkts_trimmed;
             self.overflow(out, p);
+            if self.pkts_trimmed == trims {
+                self.pfc.as_mut().unwrap().drops += 1; // dropped, not trimmed
+            }
             return self.pfc_kick(out);
         }
         let rt = &self.ports[out];
