@@ -42,6 +42,15 @@ impl Simulation {
                 ),
             });
         }
+        // As a declared start (`setup`): past the limit the event clock would not hold it.
+        let max_ms = self.limits.max_time_ms;
+        if at.0 as f64 > max_ms * 1e9 {
+            return Err(SimError::BadFlow {
+                index: f as usize,
+                field: "start_ps",
+                message: format!("starts at {} ps, after limits.max_time_ms = {max_ms}", at.0),
+            });
+        }
         flow.started = true;
         flow.spec.start = at;
         if self.quiescent() {

@@ -56,6 +56,13 @@ fn a_driven_flow_starts_once_and_not_in_the_past() {
     );
     let past = sim.start_flow(1, Time(500)).unwrap_err().to_string();
     assert!(past.contains("before the engine's clock"), "{past}");
+    // 300 s is past the time limit and the event clock's 2^48 ps (281 s): refused, as
+    // a declared start would be (it wrapped to 19 s).
+    let late = sim
+        .start_flow(1, Time(300_000_000_000_000))
+        .unwrap_err()
+        .to_string();
+    assert!(late.contains("after limits.max_time_ms"), "{late}");
     assert_eq!(sim.next_completion(Time(u64::MAX)).unwrap(), None);
 }
 
