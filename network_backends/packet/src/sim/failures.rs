@@ -85,19 +85,15 @@ impl Simulation {
     }
 
     /// The first flow (unfinished ones only, if `unfinished`) whose edge switches lie in
-    /// different parts of a cut fabric, with those edge switches.
-    fn cut_off(&self, topo: &Topology, parts: &[u32], unfinished: bool) -> Option<(u32, u32)> {
+    /// different parts of a cut fabric.
+    fn cut_off(&self, topo: &Topology, parts: &[u32], unfinished: bool) -> Option<usize> {
         let part = |host: u32| {
             let edge = topo.host_edge[host as usize];
             parts[topo.edge_index[edge as usize] as usize]
         };
-        (self.flows.iter())
-            .filter(|f| !unfinished || f.finish.is_none())
-            .find(|f| part(f.spec.src) != part(f.spec.dst))
-            .map(|f| {
-                let edge = |h: u32| topo.host_edge[h as usize];
-                (edge(f.spec.src), edge(f.spec.dst))
-            })
+        (self.flows.iter()).position(|f| {
+            (!unfinished || f.finish.is_none()) && part(f.spec.src) != part(f.spec.dst)
+        })
     }
 
     pub(super) fn on_fabric_change(&mut self, i: usize) {
@@ -154,11 +150,8 @@ impl Simulation {
             Change::Converge => {
                 // A cut matters only if a flow still to finish spans it.
                 let parts = self.topo.compute_routes_in_parts();
-                if let Some((s, d)) = self.cut_off(&self.topo, &parts, true) {
-                    let why = format!(
-                        "the links that are down disconnect edge switch {s} from edge switch {d}"
-                    );
-                    self.error = Some(self.disconnected(why));
+                if let Some(f) = self.cut_off(&self.topo, &parts, true) {
+                    self.error = Some(self.disconnected(f));
                     return;
                 }
                 self.failures.converged = true;
@@ -181,45 +174,33 @@ impl Simulation {
         }
     }
 
-    /// The error of a failure set that cuts flows off: the first unfinished flow it cuts
-    /// and the links that are down.
-    fn disconnected(&self, why: String) -> SimError {
-        let down: Vec<String> = (0..self.ports.len())
+    /// The error of a failure set that cuts flow `f` off, with the links that are down.
+    fn disconnected(&self, f: usize) -> SimError {
+        let spec = self.flows[f].spec;
+        let edge = |h: u32| self.topo.host_edge[h as usize];
+        config_err(
+            "failures",
+            format!(
+                "flow {f} ({} -> {}) cannot reach its destination: the links that are down disconnect edge switch {} from edge switch {}; links down: {}",
+                spec.src, spec.dst, edge(spec.src), edge(spec.dst), self.links_down().join(", ")
+            ),
+        )
+    }
+
+    /// Every link that is down, as "owner-peer" of its first port.
+    fn links_down(&self) -> Vec<String> {
+        (0..self.ports.len())
             .step_by(2)
             .filter(|&p| self.ports[p].down)
             .map(|p| format!("{}-{}", self.topo.ports[p].owner, self.topo.ports[p].peer))
-            .collect();
-        let cut = (self.flows.iter().enumerate()).find(|(_, f)| {
-            let (s, d) = (
-                self.topo.host_edge[f.spec.src as usize],
-                self.topo.host_edge[f.spec.dst as usize],
-            );
-            f.finish.is_none()
-                && why.contains(&format!("edge switch {s} "))
-                && why.contains(&format!("edge switch {d}"))
-        });
-        let flow = match cut {
-            Some((i, f)) => format!(
-                "flow {i} ({} -> {}) cannot reach its destination: ",
-                f.spec.src, f.spec.dst
-            ),
-            None => String::new(),
-        };
-        config_err(
-            "failures",
-            format!("{flow}{why}; links down: {}", down.join(", ")),
-        )
+            .collect()
     }
 
     /// Why a stalled flow may have stalled while links are down: its data (or its ACKs,
     /// not counted per flow) go into them, and routes that never converge keep them
     /// there (a switch away from the link has no local reroute).
     pub(super) fn blackhole_hint(&self, f: u32) -> String {
-        let down: Vec<String> = (0..self.ports.len())
-            .step_by(2)
-            .filter(|&p| self.ports[p].down)
-            .map(|p| format!("{}-{}", self.topo.ports[p].owner, self.topo.ports[p].peer))
-            .collect();
+        let down = self.links_down();
         if down.is_empty() {
             return String::new();
         }
